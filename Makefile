@@ -1,0 +1,50 @@
+# frontdoor — build, test and run the local stack.
+#
+#   make deps    install the system packages tests and the stack need (Debian, idempotent)
+#   make build   bin/frontdoor
+#   make test    every test, race detector on (needs root and `make deps`)
+#   make run     the local stack in the foreground (real sshd nodes, gateways, agents, Samba AD)
+#   make bench   benchmarks; results in bench/results/, summary in BENCHMARKS.md
+#   make lint    gofmt + go vet
+
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+GO ?= go
+STATE_DIR ?= $(CURDIR)/.stack
+
+# Debian packages: OpenSSH server and client for the login nodes and the
+# tests' clients, rsync/socat for the tests, Samba for a real AD domain
+# controller. No winbind: login-node users stay in /etc/passwd (see README).
+APT_PACKAGES := openssh-server openssh-client rsync socat samba ldb-tools \
+	ca-certificates procps psmisc iproute2 curl
+
+.PHONY: deps build test run bench lint clean
+
+deps:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing: $$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "system packages: all present"; fi
+	@mkdir -p /run/sshd
+	$(GO) mod download
+
+build:
+	$(GO) build -o bin/frontdoor ./cmd/frontdoor
+
+test: build
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+run: build
+	$(GO) run ./test/cmd/stack --state-dir "$(STATE_DIR)"
+
+bench: build
+	$(GO) run ./bench/cmd/relaybench --out bench/results
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

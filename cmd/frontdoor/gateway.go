@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/admin"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
+	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
+)
+
+func init() {
+	register("gateway", "run the SSH gateway", runGateway)
+	register("config check", "validate a gateway config file (errors with file:line)", runConfigCheck)
+}
+
+func newLogger(c config.Log) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "text" {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+}
+
+// openDirectory builds the identity source the config names.
+func openDirectory(cfg *config.Config, log *slog.Logger) (directory.Directory, error) {
+	switch cfg.Directory.Kind {
+	case "static":
+		return static.New(cfg.Directory.Static.File)
+	}
+	return openOtherDirectory(cfg, log)
+}
+
+// openOtherDirectory is replaced by directory kinds registered in other
+// files (ad).
+var openOtherDirectory = func(cfg *config.Config, _ *slog.Logger) (directory.Directory, error) {
+	return nil, fmt.Errorf("directory kind %q is not built in", cfg.Directory.Kind)
+}
+
+func runGateway(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	path := fs.String("config", config.DefaultPath, "configuration file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log)
+	slog.SetDefault(log)
+	dir, err := openDirectory(cfg, log)
+	if err != nil {
+		return fmt.Errorf("directory: %w", err)
+	}
+	defer dir.Close()
+	gw, err := gateway.New(cfg, gateway.Options{Logger: log, Directory: dir})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Gateway.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	errc := make(chan error, 2)
+	if cfg.Gateway.AdminListen != "" {
+		aln, err := net.Listen("tcp", cfg.Gateway.AdminListen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("admin listen: %w", err)
+		}
+		log.Info("admin API listening", "addr", aln.Addr().String())
+		go func() { errc <- admin.New(gw.AdminSource(), gw.Registry(), log).Serve(ctx, aln) }()
+	} else {
+		errc <- nil
+	}
+	err = gw.Serve(ctx, ln)
+	log.Info("gateway stopping", "sessions", len(gw.Sessions()))
+	gw.Close()
+	return errors.Join(err, <-errc)
+}
+
+func runConfigCheck(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: frontdoor config check FILE", errUsage)
+	}
+	cfg, err := config.Load(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if cfg.Directory.Kind == "static" {
+		if _, err := static.New(cfg.Directory.Static.File); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("%s: ok (%d nodes, %d policy rules, directory %s)\n", fs.Arg(0), len(cfg.Nodes), len(cfg.Policy.Rules), cfg.Directory.Kind)
+	return nil
+}

@@ -1,0 +1,390 @@
+// Package config loads and validates the gateway configuration file. Every
+// validation error names the file and line it is about, so an admin fixing a
+// typo at 2 a.m. goes straight to it.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/policy"
+)
+
+// DefaultPath is where the gateway looks for its configuration.
+const DefaultPath = "/etc/frontdoor/gateway.yaml"
+
+// Config is the whole gateway configuration. Zero values mean "use the
+// default"; Load fills defaults in and validates.
+type Config struct {
+	Gateway   Gateway       `yaml:"gateway"`
+	Backend   Backend       `yaml:"backend"`
+	Directory Directory     `yaml:"directory"`
+	Nodes     []Node        `yaml:"nodes"`
+	Policy    policy.Config `yaml:"policy"`
+	Audit     Audit         `yaml:"audit"`
+	Log       Log           `yaml:"log"`
+
+	// path and lines remember where things were written, for error messages.
+	path  string
+	lines map[string]int
+}
+
+// Gateway is the client-facing SSH server.
+type Gateway struct {
+	// Name identifies this gateway in logs, audit events and certificate key
+	// IDs. Default: the host name.
+	Name string `yaml:"name"`
+	// Listen is the SSH listen address. Default ":22".
+	Listen string `yaml:"listen"`
+	// HostKeys are private host key files (OpenSSH format). The same keys must
+	// be deployed on every gateway of a cluster so clients see one host.
+	HostKeys []string `yaml:"host_keys"`
+	// HostCertificates are optional OpenSSH host certificates ("*-cert.pub")
+	// for the host keys, offered in addition to the plain keys.
+	HostCertificates []string `yaml:"host_certificates"`
+	// UserCAKey is the private key of the user CA that signs the short-lived
+	// certificates the gateway uses to log in to login nodes.
+	UserCAKey string `yaml:"user_ca_key"`
+	// AdminListen is the admin HTTP API and /metrics address. Empty disables it.
+	AdminListen string `yaml:"admin_listen"`
+	// MaxAuthTries is the number of failed auth attempts per connection.
+	MaxAuthTries int `yaml:"max_auth_tries"`
+	// LoginGraceTime bounds the time from TCP accept to authenticated session.
+	LoginGraceTime time.Duration `yaml:"login_grace_time"`
+	// MaxConnections caps concurrent client connections (0 = 10000).
+	MaxConnections int `yaml:"max_connections"`
+	// Banner is sent to clients before authentication (optional).
+	Banner string `yaml:"banner"`
+}
+
+// Backend is how the gateway talks to login nodes.
+type Backend struct {
+	// KnownHosts lists OpenSSH known_hosts files with the login nodes' host
+	// keys and/or "@cert-authority" lines for a host CA.
+	KnownHosts []string `yaml:"known_hosts"`
+	// InsecureIgnoreHostKeys disables host key verification. Labs only: it is
+	// logged loudly at start and on every backend connection.
+	InsecureIgnoreHostKeys bool `yaml:"insecure_ignore_host_keys"`
+	// ConnectTimeout bounds TCP connect plus SSH handshake to one node.
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// CertValidity is the lifetime of a backend login certificate. It only has
+	// to outlive the login itself; sshd does not re-check it later.
+	CertValidity time.Duration `yaml:"cert_validity"`
+	// CertSourceAddress, when set, is put into the certificate's
+	// source-address critical option (the gateways' addresses as seen by the
+	// nodes), so a stolen certificate is useless from elsewhere.
+	CertSourceAddress []string `yaml:"cert_source_address"`
+	// MaxAttempts is how many candidate nodes one login tries before giving up.
+	MaxAttempts int `yaml:"max_attempts"`
+	// KeepaliveInterval is how often an idle backend connection is probed.
+	KeepaliveInterval time.Duration `yaml:"keepalive_interval"`
+	// Preconnect opens a TCP connection to the most likely node as soon as
+	// a client connects, so sshd's per-connection fork and re-exec overlap
+	// the client's handshake (about 40 ms saved per login). A wrong guess
+	// costs the node one unused connection ("Connection closed ...
+	// [preauth]" in its log). Default true.
+	Preconnect *bool `yaml:"preconnect"`
+}
+
+// Directory selects the identity source.
+type Directory struct {
+	// Kind is "static" (a YAML file of users) or "ad" (Active Directory).
+	Kind string `yaml:"kind"`
+	// Static configures the static directory.
+	Static StaticDirectory `yaml:"static"`
+	// AD holds the Active Directory settings; decoded by the ad package.
+	AD yaml.Node `yaml:"ad"`
+}
+
+// StaticDirectory is a YAML file of users; see configs/users.yaml.
+type StaticDirectory struct {
+	File string `yaml:"file"`
+}
+
+// Node is a login node known from the configuration.
+type Node struct {
+	// Name is what users type after "+" and what logs show.
+	Name string `yaml:"name"`
+	// Addr is the node's sshd, host:port.
+	Addr string `yaml:"addr"`
+	// Pool groups nodes; policy rules grant pools.
+	Pool string `yaml:"pool"`
+}
+
+// Audit configures the audit trail.
+type Audit struct {
+	// File receives one JSON object per line. Empty: audit events go to the
+	// log only.
+	File string `yaml:"file"`
+}
+
+// Log configures the process log.
+type Log struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error
+	Format string `yaml:"format"` // json | text
+}
+
+// Path returns the file the configuration was loaded from.
+func (c *Config) Path() string { return c.path }
+
+// Load reads, defaults and validates a configuration file. Relative paths in
+// the file are resolved against the file's directory.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse is Load on bytes already read; path is used for messages and for
+// resolving relative paths.
+func Parse(path string, data []byte) (*Config, error) {
+	c := &Config{path: path, lines: map[string]int{}}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(root.Content) == 0 {
+		return nil, fmt.Errorf("%s: empty configuration", path)
+	}
+	recordLines(&root, "", c.lines)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.setDefaults()
+	c.resolvePaths(filepath.Dir(path))
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// recordLines walks the YAML tree and remembers the line of every key path
+// ("nodes[1].addr").
+func recordLines(n *yaml.Node, prefix string, out map[string]int) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			recordLines(c, prefix, out)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if prefix != "" {
+				p = prefix + "." + k.Value
+			}
+			out[p] = k.Line
+			recordLines(v, p, out)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := prefix + "[" + strconv.Itoa(i) + "]"
+			out[p] = c.Line
+			recordLines(c, p, out)
+		}
+	}
+}
+
+// Line returns the line a key path was written on, or 0.
+func (c *Config) Line(path string) int {
+	for p := path; p != ""; {
+		if l, ok := c.lines[p]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return 0
+}
+
+// Errorf builds an error pointing at the line of a key path.
+func (c *Config) Errorf(path, format string, args ...any) error {
+	return &Error{File: c.path, Line: c.Line(path), Key: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Error is one validation problem, located in the file.
+type Error struct {
+	File string
+	Line int
+	Key  string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Key, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.File, e.Key, e.Msg)
+}
+
+func (c *Config) setDefaults() {
+	g := &c.Gateway
+	if g.Name == "" {
+		g.Name, _ = os.Hostname()
+	}
+	if g.Listen == "" {
+		g.Listen = ":22"
+	}
+	if g.MaxAuthTries == 0 {
+		g.MaxAuthTries = 6
+	}
+	if g.LoginGraceTime == 0 {
+		g.LoginGraceTime = 60 * time.Second
+	}
+	if g.MaxConnections == 0 {
+		g.MaxConnections = 10000
+	}
+	b := &c.Backend
+	if b.ConnectTimeout == 0 {
+		b.ConnectTimeout = 5 * time.Second
+	}
+	if b.CertValidity == 0 {
+		b.CertValidity = 5 * time.Minute
+	}
+	if b.MaxAttempts == 0 {
+		b.MaxAttempts = 3
+	}
+	if b.Preconnect == nil {
+		t := true
+		b.Preconnect = &t
+	}
+	if b.KeepaliveInterval == 0 {
+		b.KeepaliveInterval = 30 * time.Second
+	}
+	if c.Directory.Kind == "" {
+		c.Directory.Kind = "static"
+	}
+	for i := range c.Nodes {
+		if c.Nodes[i].Pool == "" {
+			c.Nodes[i].Pool = "default"
+		}
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "json"
+	}
+}
+
+func (c *Config) resolvePaths(dir string) {
+	abs := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	for i := range c.Gateway.HostKeys {
+		abs(&c.Gateway.HostKeys[i])
+	}
+	for i := range c.Gateway.HostCertificates {
+		abs(&c.Gateway.HostCertificates[i])
+	}
+	abs(&c.Gateway.UserCAKey)
+	for i := range c.Backend.KnownHosts {
+		abs(&c.Backend.KnownHosts[i])
+	}
+	abs(&c.Directory.Static.File)
+	abs(&c.Audit.File)
+}
+
+// nodeName is what may follow "+" in a login name and appear in logs.
+var nodeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// ValidNodeName reports whether s is an acceptable node name.
+func ValidNodeName(s string) bool { return nodeName.MatchString(s) }
+
+func (c *Config) validate() error {
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	if _, _, err := net.SplitHostPort(c.Gateway.Listen); err != nil {
+		add(c.Errorf("gateway.listen", "not host:port: %v", err))
+	}
+	if c.Gateway.AdminListen != "" {
+		if _, _, err := net.SplitHostPort(c.Gateway.AdminListen); err != nil {
+			add(c.Errorf("gateway.admin_listen", "not host:port: %v", err))
+		}
+	}
+	if len(c.Gateway.HostKeys) == 0 {
+		add(c.Errorf("gateway.host_keys", "at least one host key file is required (create one with 'frontdoor keygen')"))
+	}
+	if c.Gateway.UserCAKey == "" {
+		add(c.Errorf("gateway.user_ca_key", "required: the user CA that signs backend login certificates"))
+	}
+	if c.Gateway.MaxAuthTries < 1 {
+		add(c.Errorf("gateway.max_auth_tries", "must be at least 1"))
+	}
+	if len(c.Backend.KnownHosts) == 0 && !c.Backend.InsecureIgnoreHostKeys {
+		add(c.Errorf("backend.known_hosts", "required: login node host keys must be verified (or set insecure_ignore_host_keys for a lab)"))
+	}
+	if c.Backend.CertValidity < 30*time.Second || c.Backend.CertValidity > time.Hour {
+		add(c.Errorf("backend.cert_validity", "must be between 30s and 1h, got %s", c.Backend.CertValidity))
+	}
+	if c.Backend.MaxAttempts < 1 || c.Backend.MaxAttempts > 10 {
+		add(c.Errorf("backend.max_attempts", "must be between 1 and 10"))
+	}
+	for i, a := range c.Backend.CertSourceAddress {
+		if _, _, err := net.ParseCIDR(a); err != nil && net.ParseIP(a) == nil {
+			add(c.Errorf(fmt.Sprintf("backend.cert_source_address[%d]", i), "%q is not an IP address or CIDR", a))
+		}
+	}
+	switch c.Directory.Kind {
+	case "static":
+		if c.Directory.Static.File == "" {
+			add(c.Errorf("directory.static.file", "required for directory kind static"))
+		}
+	case "ad":
+		if c.Directory.AD.Kind == 0 {
+			add(c.Errorf("directory.ad", "required for directory kind ad"))
+		}
+	default:
+		add(c.Errorf("directory.kind", "unknown kind %q (want static or ad)", c.Directory.Kind))
+	}
+	seen := map[string]bool{}
+	for i, n := range c.Nodes {
+		key := fmt.Sprintf("nodes[%d]", i)
+		if !ValidNodeName(n.Name) {
+			add(c.Errorf(key+".name", "%q is not a valid node name (letters, digits, '.', '_', '-')", n.Name))
+		}
+		if seen[n.Name] {
+			add(c.Errorf(key+".name", "duplicate node name %q", n.Name))
+		}
+		seen[n.Name] = true
+		if _, _, err := net.SplitHostPort(n.Addr); err != nil {
+			add(c.Errorf(key+".addr", "not host:port: %v", err))
+		}
+		if !ValidNodeName(n.Pool) {
+			add(c.Errorf(key+".pool", "%q is not a valid pool name", n.Pool))
+		}
+	}
+	for _, pe := range c.Policy.Validate() {
+		add(c.Errorf("policy."+pe.Key, "%s", pe.Msg))
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		add(c.Errorf("log.level", "unknown level %q", c.Log.Level))
+	}
+	switch c.Log.Format {
+	case "json", "text":
+	default:
+		add(c.Errorf("log.format", "unknown format %q", c.Log.Format))
+	}
+	return errors.Join(errs...)
+}

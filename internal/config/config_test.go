@@ -1,0 +1,92 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+const good = `
+gateway:
+  name: gw1
+  listen: 127.0.0.1:2222
+  host_keys: [keys/host]
+  user_ca_key: /etc/frontdoor/user_ca
+backend:
+  known_hosts: [known_hosts]
+directory:
+  kind: static
+  static: {file: users.yaml}
+nodes:
+  - {name: login1, addr: "10.0.0.1:22", pool: general}
+  - {name: login2, addr: "10.0.0.2:22"}
+policy:
+  rules:
+    - {name: all, groups: ["*"], pools: [general, default]}
+`
+
+func TestParseDefaultsAndPaths(t *testing.T) {
+	c, err := Parse("/etc/frontdoor/gateway.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Gateway.HostKeys[0] != "/etc/frontdoor/keys/host" {
+		t.Errorf("relative path not resolved: %s", c.Gateway.HostKeys[0])
+	}
+	if c.Gateway.UserCAKey != "/etc/frontdoor/user_ca" {
+		t.Errorf("absolute path changed: %s", c.Gateway.UserCAKey)
+	}
+	if c.Nodes[1].Pool != "default" || c.Backend.CertValidity != 5*time.Minute || c.Gateway.MaxAuthTries != 6 ||
+		!*c.Backend.Preconnect || c.Backend.MaxAttempts != 3 {
+		t.Errorf("defaults not applied: %+v %+v", c.Nodes[1], c.Backend)
+	}
+}
+
+func TestParseErrorsNameTheLine(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown field", strings.Replace(good, "  name: gw1", "  nmae: gw1", 1), "line 3"},
+		{"bad node addr", strings.Replace(good, `"10.0.0.2:22"`, `"10.0.0.2"`, 1), "gateway.yaml:14: nodes[1].addr"},
+		{"bad node name", strings.Replace(good, "name: login1", "name: 'login 1'", 1), "gateway.yaml:13: nodes[0].name"},
+		{"duplicate node", strings.Replace(good, "name: login2", "name: login1", 1), "duplicate node name"},
+		{"unknown directory", strings.Replace(good, "kind: static", "kind: nis", 1), "gateway.yaml:10: directory.kind"},
+		{"no known hosts", strings.Replace(good, "  known_hosts: [known_hosts]", "  connect_timeout: 3s", 1), "backend.known_hosts"},
+		{"policy problem", strings.Replace(good, `groups: ["*"], `, "", 1), "gateway.yaml:17: policy.rules[0]"},
+		{"cert validity", strings.Replace(good, "  known_hosts: [known_hosts]", "  known_hosts: [k]\n  cert_validity: 48h", 1), "backend.cert_validity"},
+		{"not yaml", "gateway: [", "gateway.yaml"},
+		{"empty", "", "empty configuration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("gateway.yaml", []byte(tt.yaml))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestErrorsAreTyped(t *testing.T) {
+	_, err := Parse("g.yaml", []byte(strings.Replace(good, "kind: static", "kind: nis", 1)))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Line != 10 || ce.Key != "directory.kind" {
+		t.Fatalf("got %#v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(good))
+	f.Add([]byte("nodes: [{name: a, addr: 'x:1'}]"))
+	f.Add([]byte("gateway: {listen: ':22'}\npolicy: {rules: [{users: [a]}]}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse("fuzz.yaml", data)
+		if err == nil && (len(c.Gateway.HostKeys) == 0 || c.Gateway.UserCAKey == "") {
+			t.Fatalf("accepted a config without keys")
+		}
+	})
+}

@@ -1,0 +1,214 @@
+// Package static is the directory kind "static": users, groups, keys and
+// password hashes from a YAML file. It is the embedded default, meant for
+// small labs and for tests; the file is re-read when it changes.
+package static
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alexedwards/argon2id"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+)
+
+// File is the format of the users file.
+type File struct {
+	Users []User `yaml:"users"`
+}
+
+// User is one entry of the users file.
+type User struct {
+	Name   string   `yaml:"name"`
+	Groups []string `yaml:"groups"`
+	// Keys are authorized_keys lines.
+	Keys []string `yaml:"keys"`
+	// PasswordHash is a bcrypt ($2a$, $2b$, $2y$) or argon2id ($argon2id$)
+	// hash; plain text passwords are refused at load. Empty: no password login.
+	PasswordHash string `yaml:"password_hash"`
+	Disabled     bool   `yaml:"disabled"`
+	UID          int    `yaml:"uid"`
+	GID          int    `yaml:"gid"`
+}
+
+// userName is the accepted login name syntax: POSIX-portable, what useradd
+// accepts by default.
+var userName = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}$`)
+
+// ValidName reports whether s is an acceptable user name.
+func ValidName(s string) bool { return userName.MatchString(s) }
+
+type entry struct {
+	id       directory.Identity
+	hash     string
+	disabled bool
+}
+
+// Directory is the static identity source.
+type Directory struct {
+	path string
+	now  func() time.Time
+
+	mu        sync.Mutex // mu protects the following
+	users     map[string]entry
+	mtime     time.Time
+	size      int64
+	checkedAt time.Time
+}
+
+// checkEvery bounds how often the file's mtime is looked at.
+const checkEvery = time.Second
+
+// New loads the users file.
+func New(path string) (*Directory, error) {
+	d := &Directory{path: path, now: time.Now}
+	if err := d.reload(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Parse reads a users file's contents; errors name the file and line.
+func Parse(path string, data []byte) (map[string]entry, error) {
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	users := make(map[string]entry, len(f.Users))
+	for i, u := range f.Users {
+		where := fmt.Sprintf("%s: users[%d] (%s)", path, i, u.Name)
+		if !ValidName(u.Name) {
+			return nil, fmt.Errorf("%s: invalid user name %q", where, u.Name)
+		}
+		if _, dup := users[u.Name]; dup {
+			return nil, fmt.Errorf("%s: duplicate user", where)
+		}
+		if u.PasswordHash != "" && !isHash(u.PasswordHash) {
+			return nil, fmt.Errorf("%s: password_hash must be a bcrypt or argon2id hash (make one with 'frontdoor hash-password')", where)
+		}
+		id := directory.Identity{Name: u.Name, Groups: append([]string(nil), u.Groups...), UID: u.UID, GID: u.GID, Source: "static"}
+		for j, line := range u.Keys {
+			k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line))
+			if err != nil {
+				return nil, fmt.Errorf("%s: keys[%d]: %w", where, j, err)
+			}
+			id.Keys = append(id.Keys, k)
+		}
+		users[u.Name] = entry{id: id, hash: u.PasswordHash, disabled: u.Disabled}
+	}
+	return users, nil
+}
+
+func isHash(h string) bool {
+	return strings.HasPrefix(h, "$argon2id$") || strings.HasPrefix(h, "$2a$") ||
+		strings.HasPrefix(h, "$2b$") || strings.HasPrefix(h, "$2y$")
+}
+
+func (d *Directory) reload() error {
+	st, err := os.Stat(d.path)
+	if err != nil {
+		return fmt.Errorf("users file: %w", err)
+	}
+	data, err := os.ReadFile(d.path)
+	if err != nil {
+		return fmt.Errorf("users file: %w", err)
+	}
+	users, err := Parse(d.path, data)
+	if err != nil {
+		return err
+	}
+	d.users, d.mtime, d.size = users, st.ModTime(), st.Size()
+	return nil
+}
+
+// get returns the current entry, re-reading the file if it changed. A file
+// that became invalid keeps the last good contents: a bad edit must not lock
+// everybody out (`frontdoor config check` reports the error).
+func (d *Directory) get(name string) (entry, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if now := d.now(); now.Sub(d.checkedAt) >= checkEvery {
+		d.checkedAt = now
+		if st, err := os.Stat(d.path); err == nil && (!st.ModTime().Equal(d.mtime) || st.Size() != d.size) {
+			_ = d.reload() // keep the last good file on error
+		}
+	}
+	e, ok := d.users[name]
+	return e, ok
+}
+
+func (d *Directory) lookup(name string) (entry, error) {
+	if !ValidName(name) {
+		return entry{}, &directory.Error{Kind: directory.ErrInvalidName, Reason: "invalid user name"}
+	}
+	e, ok := d.get(name)
+	if !ok {
+		return entry{}, &directory.Error{Kind: directory.ErrNoSuchUser, Reason: "unknown user"}
+	}
+	if e.disabled {
+		return entry{}, &directory.Error{Kind: directory.ErrAccountDisabled, Reason: "account disabled"}
+	}
+	return e, nil
+}
+
+// Lookup implements directory.Directory.
+func (d *Directory) Lookup(_ context.Context, name string) (directory.Identity, error) {
+	e, err := d.lookup(name)
+	if err != nil {
+		return directory.Identity{}, err
+	}
+	id := e.id
+	id.FetchedAt = d.now()
+	return id, nil
+}
+
+// dummyHash is compared against when the user is unknown, so a password
+// attempt costs the same whether or not the user exists.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("frontdoor-timing-equaliser"), bcrypt.DefaultCost)
+
+// VerifyPassword implements directory.Directory.
+func (d *Directory) VerifyPassword(_ context.Context, name, password string) (directory.Identity, error) {
+	e, err := d.lookup(name)
+	if err != nil {
+		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		return directory.Identity{}, err
+	}
+	if password == "" || e.hash == "" {
+		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		return directory.Identity{}, &directory.Error{Kind: directory.ErrBadPassword, Reason: "bad password"}
+	}
+	if !checkHash(e.hash, password) {
+		return directory.Identity{}, &directory.Error{Kind: directory.ErrBadPassword, Reason: "bad password"}
+	}
+	id := e.id
+	id.FetchedAt = d.now()
+	return id, nil
+}
+
+func checkHash(hash, password string) bool {
+	if strings.HasPrefix(hash, "$argon2id$") {
+		ok, err := argon2id.ComparePasswordAndHash(password, hash)
+		return err == nil && ok
+	}
+	err := bcrypt.CompareHashAndPassword([]byte(hash), []byte(password))
+	return err == nil
+}
+
+// HashPassword returns an argon2id hash suitable for password_hash.
+func HashPassword(password string) (string, error) {
+	return argon2id.CreateHash(password, argon2id.DefaultParams)
+}
+
+// Close implements directory.Directory.
+func (d *Directory) Close() error { return nil }

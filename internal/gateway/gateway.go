@@ -1,0 +1,333 @@
+// Package gateway is the frontdoor SSH server: it accepts client
+// connections, authenticates users against the directory, applies the
+// policy, picks a login node, logs in there with a short-lived certificate
+// and hands both connections to the relay.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/ca"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/proxy"
+)
+
+// ServerVersion is what the gateway announces to clients.
+const ServerVersion = "SSH-2.0-frontdoor"
+
+// Options are the parts of a gateway that are built outside it.
+type Options struct {
+	Logger    *slog.Logger
+	Directory directory.Directory // required
+	Router    Router              // default: the static node list of the config
+	Audit     *audit.Logger       // default: the audit file of the config
+}
+
+// Gateway is one frontdoor SSH server.
+type Gateway struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	dir      directory.Directory
+	router   Router
+	audit    *audit.Logger
+	ownAudit bool
+	ca       *ca.CA
+	hostKeys []ssh.Signer
+	nodeKeys *hostKeys
+	metrics  *metrics
+	slots    chan struct{} // one per allowed concurrent connection
+
+	mu        sync.Mutex // mu protects the following
+	sessions  map[string]*Session
+	listeners map[net.Listener]struct{}
+	closed    bool
+
+	wg sync.WaitGroup // connection handlers
+}
+
+// New builds a gateway from its configuration.
+func New(cfg *config.Config, opts Options) (*Gateway, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Directory == nil {
+		return nil, errors.New("gateway: no directory")
+	}
+	hk, err := ca.LoadHostSigners(cfg.Gateway.HostKeys, cfg.Gateway.HostCertificates)
+	if err != nil {
+		return nil, fmt.Errorf("gateway host keys: %w", err)
+	}
+	caSigner, err := ca.LoadSigner(cfg.Gateway.UserCAKey)
+	if err != nil {
+		return nil, fmt.Errorf("gateway user CA: %w", err)
+	}
+	nk, err := newHostKeys(cfg.Backend.KnownHosts, cfg.Backend.InsecureIgnoreHostKeys)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Backend.InsecureIgnoreHostKeys {
+		opts.Logger.Warn("INSECURE: login node host keys are NOT verified (backend.insecure_ignore_host_keys); anyone on the path can impersonate a login node")
+	}
+	g := &Gateway{
+		cfg:       cfg,
+		log:       opts.Logger,
+		dir:       opts.Directory,
+		router:    opts.Router,
+		audit:     opts.Audit,
+		ca:        ca.New(caSigner, cfg.Gateway.Name, cfg.Backend.CertValidity, cfg.Backend.CertSourceAddress),
+		hostKeys:  hk,
+		nodeKeys:  nk,
+		metrics:   newMetrics(),
+		slots:     make(chan struct{}, cfg.Gateway.MaxConnections),
+		sessions:  map[string]*Session{},
+		listeners: map[net.Listener]struct{}{},
+	}
+	if g.router == nil {
+		g.router = NewStaticRouter(cfg.Nodes)
+	}
+	if g.audit == nil {
+		a, err := audit.Open(cfg.Audit.File, opts.Logger)
+		if err != nil {
+			return nil, err
+		}
+		g.audit, g.ownAudit = a, true
+	}
+	return g, nil
+}
+
+// Serve accepts connections on ln until ctx ends or Close is called.
+func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return net.ErrClosed
+	}
+	g.listeners[ln] = struct{}{}
+	g.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	g.log.Info("gateway listening", "addr", ln.Addr().String(), "gateway", g.cfg.Gateway.Name)
+	var backoff time.Duration
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			g.mu.Lock()
+			closed := g.closed
+			g.mu.Unlock()
+			if closed || ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			// Temporary errors (EMFILE): back off instead of spinning.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			g.log.Error("accept failed", "err", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return nil
+			}
+			continue
+		}
+		backoff = 0
+		select {
+		case g.slots <- struct{}{}:
+		default:
+			g.metrics.refused.WithLabelValues("max_connections").Inc()
+			conn.Close()
+			continue
+		}
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			defer func() { <-g.slots }()
+			g.handle(ctx, conn)
+		}()
+	}
+}
+
+// Close stops accepting, closes every session and waits for them to end.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	g.closed = true
+	for ln := range g.listeners {
+		ln.Close()
+	}
+	for _, s := range g.sessions {
+		s.close()
+	}
+	g.mu.Unlock()
+	g.wg.Wait()
+	if g.ownAudit {
+		return g.audit.Close()
+	}
+	return nil
+}
+
+// Session is one authenticated, relayed connection.
+type Session struct {
+	ID      string    `json:"id"`
+	User    string    `json:"user"`
+	Node    string    `json:"node"`
+	Src     string    `json:"src"`
+	Method  string    `json:"method"`
+	Started time.Time `json:"started"`
+
+	stats *proxy.Stats
+	close func()
+}
+
+// SessionInfo is a snapshot of a session for the admin API.
+type SessionInfo struct {
+	Session
+	BytesUp   int64 `json:"bytes_up"`
+	BytesDown int64 `json:"bytes_down"`
+	Channels  int64 `json:"channels"`
+}
+
+// Sessions lists the live sessions, oldest first.
+func (g *Gateway) Sessions() []SessionInfo {
+	g.mu.Lock()
+	out := make([]SessionInfo, 0, len(g.sessions))
+	for _, s := range g.sessions {
+		out = append(out, SessionInfo{Session: *s, BytesUp: s.stats.BytesUp.Load(),
+			BytesDown: s.stats.BytesDown.Load(), Channels: s.stats.Channels.Load()})
+	}
+	g.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	return out
+}
+
+// newSessionID returns a short random ID shared by logs, audit events and
+// the backend certificate's key ID.
+func newSessionID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// handle serves one client connection from TCP accept to close.
+func (g *Gateway) handle(ctx context.Context, conn net.Conn) {
+	defer conn.Close()
+	g.metrics.connections.Inc()
+	l := newLogin(g, conn)
+	defer l.abort()
+	if *g.cfg.Backend.Preconnect {
+		if ts, err := g.router.Route(l.ctx, RouteRequest{}); err == nil && len(ts) > 0 {
+			l.pre = startPreconn(l.ctx, ts[0], g.cfg.Backend.ConnectTimeout)
+		}
+	}
+
+	// The whole login (handshake, auth, backend login) must fit in the
+	// grace time, as with sshd's LoginGraceTime.
+	conn.SetDeadline(time.Now().Add(g.cfg.Gateway.LoginGraceTime))
+	stopLogin := context.AfterFunc(ctx, func() { conn.Close() })
+	sconn, chans, reqs, err := ssh.NewServerConn(conn, l.serverConfig())
+	stopLogin()
+	if err != nil {
+		l.failed(err)
+		return
+	}
+	conn.SetDeadline(time.Time{})
+	b := l.take()
+	if b == nil { // cannot happen: auth succeeds only with a backend
+		sconn.Close()
+		return
+	}
+	g.relay(ctx, l, sconn, chans, reqs, b)
+}
+
+func (g *Gateway) relay(ctx context.Context, l *login, sconn *ssh.ServerConn, chans <-chan ssh.NewChannel, reqs <-chan *ssh.Request, b *backend) {
+	s := &Session{
+		ID: l.id, User: l.ident.Name, Node: b.target.Name, Src: l.src, Method: l.method,
+		Started: time.Now(), stats: &proxy.Stats{},
+	}
+	s.close = func() { sconn.Close() }
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		sconn.Close()
+		b.close()
+		return
+	}
+	g.sessions[s.ID] = s
+	g.mu.Unlock()
+	g.router.SessionStarted(s.User, s.Node)
+	g.metrics.sessions.Inc()
+	g.metrics.sessionsTotal.WithLabelValues(s.Node).Inc()
+	log := g.log.With("session", s.ID, "user", s.User, "node", s.Node, "src", s.Src)
+	g.audit.Record(audit.Event{Type: audit.TypeSessionStart, Gateway: g.cfg.Gateway.Name, Session: s.ID,
+		User: s.User, Src: s.Src, Node: s.Node, Method: s.Method, Rule: l.decision.Rule, Result: "ok"})
+
+	r := &proxy.Relay{
+		Down:              proxy.Side{Conn: sconn, Chans: chans, Reqs: reqs},
+		Up:                proxy.Side{Conn: b.conn, Chans: b.chans, Reqs: b.reqs},
+		Rights:            l.decision.Rights,
+		Log:               log,
+		Stats:             s.stats,
+		KeepaliveInterval: g.cfg.Backend.KeepaliveInterval,
+	}
+	err := r.Run(ctx)
+
+	g.mu.Lock()
+	delete(g.sessions, s.ID)
+	g.mu.Unlock()
+	g.router.SessionEnded(s.User, s.Node)
+	g.metrics.sessions.Dec()
+	g.metrics.bytes.WithLabelValues("up").Add(float64(s.stats.BytesUp.Load()))
+	g.metrics.bytes.WithLabelValues("down").Add(float64(s.stats.BytesDown.Load()))
+	ev := audit.Event{Type: audit.TypeSessionEnd, Gateway: g.cfg.Gateway.Name, Session: s.ID, User: s.User,
+		Src: s.Src, Node: s.Node, Result: "ok", BytesIn: s.stats.BytesUp.Load(), BytesOut: s.stats.BytesDown.Load(),
+		Channels: int(s.stats.Channels.Load()), Duration: time.Since(s.Started).Seconds()}
+	if err != nil {
+		ev.Reason = err.Error()
+	}
+	g.audit.Record(ev)
+}
+
+// NodeInfo is a login node as the admin API shows it.
+type NodeInfo struct {
+	Name     string `json:"name"`
+	Addr     string `json:"addr"`
+	Pool     string `json:"pool"`
+	Sessions int    `json:"sessions"` // through this gateway
+}
+
+// Nodes lists the configured login nodes with this gateway's session counts.
+func (g *Gateway) Nodes() []NodeInfo {
+	g.mu.Lock()
+	count := map[string]int{}
+	for _, s := range g.sessions {
+		count[s.Node]++
+	}
+	g.mu.Unlock()
+	out := make([]NodeInfo, 0, len(g.cfg.Nodes))
+	for _, n := range g.cfg.Nodes {
+		out = append(out, NodeInfo{Name: n.Name, Addr: n.Addr, Pool: n.Pool, Sessions: count[n.Name]})
+	}
+	return out
+}
+
+// AdminSource adapts the gateway to the admin API.
+func (g *Gateway) AdminSource() interface {
+	Sessions() any
+	Nodes() any
+} {
+	return adminSource{g}
+}
+
+type adminSource struct{ g *Gateway }
+
+func (a adminSource) Sessions() any { return a.g.Sessions() }
+func (a adminSource) Nodes() any    { return a.g.Nodes() }

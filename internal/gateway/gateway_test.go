@@ -1,0 +1,199 @@
+package gateway
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/ca"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
+)
+
+func TestSplitUser(t *testing.T) {
+	tests := []struct {
+		in, user, node string
+		err            bool
+	}{
+		{"alice", "alice", "", false},
+		{"alice+login2", "alice", "login2", false},
+		{`HPC\alice+login2`, `HPC\alice`, "login2", false},
+		{"alice@hpc.example.edu+gpu-1.x", "alice@hpc.example.edu", "gpu-1.x", false},
+		{"a+b+login2", "a+b", "login2", false},
+		{"alice+", "", "", true},
+		{"alice+../etc", "", "", true},
+		{"alice+lo gin", "", "", true},
+		{"+login1", "", "", true},
+		{"", "", "", true},
+		{strings.Repeat("a", 300), "", "", true},
+	}
+	for _, tt := range tests {
+		u, n, err := SplitUser(tt.in)
+		if (err != nil) != tt.err || u != tt.user || n != tt.node {
+			t.Errorf("SplitUser(%q) = %q, %q, %v", tt.in, u, n, err)
+		}
+		if err != nil && !errors.Is(err, directory.ErrInvalidName) {
+			t.Errorf("SplitUser(%q) error %v is not ErrInvalidName", tt.in, err)
+		}
+	}
+}
+
+func FuzzSplitUser(f *testing.F) {
+	for _, s := range []string{"alice", "alice+login1", `HPC\a+b`, "a+", "+"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, n, err := SplitUser(s)
+		if err != nil {
+			return
+		}
+		if u == "" || (n != "" && !config.ValidNodeName(n)) {
+			t.Fatalf("SplitUser(%q) = %q, %q", s, u, n)
+		}
+		if n != "" && u+"+"+n != s || n == "" && u != s {
+			t.Fatalf("SplitUser(%q) lost bytes: %q, %q", s, u, n)
+		}
+	})
+}
+
+// testGateway is a gateway with a static directory and no reachable nodes:
+// enough to test everything that happens before a backend is dialed.
+type testGateway struct {
+	addr    string
+	hostKey ssh.PublicKey
+	userKey ssh.Signer // alice's key
+	audit   string
+}
+
+func startTestGateway(t *testing.T, nodes string) *testGateway {
+	t.Helper()
+	dir := t.TempDir()
+	hostPub, err := ca.GenerateKeyFile(filepath.Join(dir, "host"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.GenerateKeyFile(filepath.Join(dir, "ca"), ""); err != nil {
+		t.Fatal(err)
+	}
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	userKey, _ := ssh.NewSignerFromKey(priv)
+	users := fmt.Sprintf("users:\n  - {name: alice, groups: [lab], keys: ['%s']}\n  - {name: mallory, groups: [outsiders], keys: ['%s']}\n",
+		strings.TrimSpace(string(ssh.MarshalAuthorizedKey(userKey.PublicKey()))),
+		strings.TrimSpace(string(ssh.MarshalAuthorizedKey(userKey.PublicKey()))))
+	os.WriteFile(filepath.Join(dir, "users.yaml"), []byte(users), 0o600)
+	os.WriteFile(filepath.Join(dir, "known_hosts"), nil, 0o600)
+	yml := `
+gateway: {name: gwtest, listen: "127.0.0.1:0", host_keys: [host], user_ca_key: ca, login_grace_time: 20s}
+backend: {known_hosts: [known_hosts], connect_timeout: 2s}
+directory: {kind: static, static: {file: users.yaml}}
+nodes: ` + nodes + `
+policy:
+  rules:
+    - {name: lab, groups: [lab], pools: [general]}
+audit: {file: audit.jsonl}
+`
+	cfg, err := config.Parse(filepath.Join(dir, "gateway.yaml"), []byte(yml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := static.New(cfg.Directory.Static.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Directory: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); gw.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); gw.Close(); wg.Wait() })
+	return &testGateway{addr: ln.Addr().String(), hostKey: hostPub, userKey: userKey, audit: filepath.Join(dir, "audit.jsonl")}
+}
+
+// dial logs in with x/crypto and returns the error and any banners seen.
+func (tg *testGateway) dial(user string, auth ...ssh.AuthMethod) (string, error) {
+	var banners strings.Builder
+	cfg := &ssh.ClientConfig{
+		User:            user,
+		Auth:            auth,
+		HostKeyCallback: ssh.FixedHostKey(tg.hostKey),
+		BannerCallback:  func(m string) error { banners.WriteString(m); return nil },
+		Timeout:         10 * time.Second,
+	}
+	c, err := ssh.Dial("tcp", tg.addr, cfg)
+	if err == nil {
+		c.Close()
+	}
+	return banners.String(), err
+}
+
+func TestNoneAuthNeverSucceeds(t *testing.T) {
+	tg := startTestGateway(t, `[{name: login1, addr: "127.0.0.1:1", pool: general}]`)
+	// No auth methods: x/crypto only sends "none", which the gateway hooks.
+	for _, u := range []string{"alice", "mallory", "nobody", "alice+login1"} {
+		if _, err := tg.dial(u); err == nil {
+			t.Fatalf("user %q logged in with auth method none", u)
+		}
+	}
+}
+
+func TestRefusalsTellProvenUsersWhy(t *testing.T) {
+	tg := startTestGateway(t, `[{name: login1, addr: "127.0.0.1:1", pool: general}, {name: other, addr: "127.0.0.1:1", pool: secret}]`)
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	wrongKey, _ := ssh.NewSignerFromKey(priv)
+	tests := []struct {
+		name, user string
+		key        ssh.Signer
+		banner     string // "" = must see no banner
+	}{
+		{"wrong key", "alice", wrongKey, ""},
+		{"unknown user", "nobody", tg.userKey, ""},
+		{"no policy rule", "mallory", tg.userKey, "no access to this cluster"},
+		{"unknown node", "alice+login9", tg.userKey, `no login node named "login9"`},
+		{"node outside pools", "alice+other", tg.userKey, "pool secret"},
+		{"node down", "alice", tg.userKey, "no login node is available"},
+		{"named node down", "alice+login1", tg.userKey, "login node login1 is not available"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			banner, err := tg.dial(tt.user, ssh.PublicKeys(tt.key))
+			if err == nil {
+				t.Fatal("logged in")
+			}
+			if tt.banner == "" && banner != "" {
+				t.Fatalf("unproven user was told %q", banner)
+			}
+			if !strings.Contains(banner, tt.banner) || tt.banner != "" && !strings.HasPrefix(banner, "frontdoor: ") {
+				t.Fatalf("banner %q does not contain %q", banner, tt.banner)
+			}
+		})
+	}
+	audit, err := os.ReadFile(tg.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, reason := range []string{`"reason":"key not authorized"`, `"reason":"unknown user"`, `denied by policy`, `connection refused`} {
+		if !strings.Contains(string(audit), reason) {
+			t.Errorf("audit has no %s:\n%s", reason, audit)
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package gateway
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the gateway's Prometheus metrics, in a registry of its own so
+// that several gateways can live in one test process.
+type metrics struct {
+	reg             *prometheus.Registry
+	connections     prometheus.Counter
+	refused         *prometheus.CounterVec
+	sessions        prometheus.Gauge
+	sessionsTotal   *prometheus.CounterVec
+	auth            *prometheus.CounterVec
+	backendFailures *prometheus.CounterVec
+	bytes           *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		connections: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "frontdoor_connections_total", Help: "Client TCP connections accepted."}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "frontdoor_connections_refused_total", Help: "Client connections refused before SSH, by reason."}, []string{"reason"}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "frontdoor_sessions", Help: "Relayed SSH connections open now."}),
+		sessionsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "frontdoor_sessions_total", Help: "Relayed SSH connections started, by login node."}, []string{"node"}),
+		auth: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "frontdoor_auth_attempts_total", Help: "Authentication attempts by method and result."}, []string{"method", "result"}),
+		backendFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "frontdoor_backend_failures_total", Help: "Failed logins to login nodes, by node and stage."}, []string{"node", "stage"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "frontdoor_relayed_bytes_total", Help: "Bytes relayed in finished sessions (up: client to node)."}, []string{"direction"}),
+	}
+	m.reg.MustRegister(m.connections, m.refused, m.sessions, m.sessionsTotal, m.auth, m.backendFailures, m.bytes,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry exposes the gateway's metrics for the admin HTTP server.
+func (g *Gateway) Registry() *prometheus.Registry { return g.metrics.reg }

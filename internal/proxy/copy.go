@@ -1,0 +1,64 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"sync"
+)
+
+// Buffers for copying channel data. An idle channel blocks in Read holding
+// its buffer, so reads start small and switch to a large buffer only while
+// data is streaming: idle sessions stay cheap, bulk transfers move whole
+// SSH packets (32 KiB) per read.
+const (
+	smallBuf = 2 << 10
+	largeBuf = 32 << 10
+)
+
+var (
+	smallPool = sync.Pool{New: func() any { b := make([]byte, smallBuf); return &b }}
+	largePool = sync.Pool{New: func() any { b := make([]byte, largeBuf); return &b }}
+)
+
+// copyData copies src to dst until EOF or error, like io.Copy, with
+// adaptively sized pooled buffers. It returns the bytes written; EOF is not
+// an error.
+func copyData(dst io.Writer, src io.Reader) (int64, error) {
+	bp := smallPool.Get().(*[]byte)
+	large := false
+	defer func() {
+		if large {
+			largePool.Put(bp)
+		} else {
+			smallPool.Put(bp)
+		}
+	}()
+	var total int64
+	for {
+		buf := *bp
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			w, werr := dst.Write(buf[:n])
+			total += int64(w)
+			if werr != nil {
+				return total, werr
+			}
+		}
+		if rerr != nil {
+			if errors.Is(rerr, io.EOF) {
+				return total, nil
+			}
+			return total, rerr
+		}
+		switch {
+		case !large && n == len(buf):
+			// The reader had more than a small buffer's worth: streaming.
+			smallPool.Put(bp)
+			bp, large = largePool.Get().(*[]byte), true
+		case large && n < smallBuf:
+			// Back to a trickle (interactive use): release the large buffer.
+			largePool.Put(bp)
+			bp, large = smallPool.Get().(*[]byte), false
+		}
+	}
+}

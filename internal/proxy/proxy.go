@@ -1,0 +1,367 @@
+// Package proxy relays one SSH connection between a client (the "down" side,
+// where the gateway is the server) and a login node (the "up" side, where the
+// gateway is the client): every channel and every request, both ways, with
+// EOF and close ordering preserved, filtered by the user's forwarding rights.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/policy"
+)
+
+// Side is one SSH connection with its incoming channels and global requests,
+// exactly as x/crypto/ssh hands them out.
+type Side struct {
+	Conn  ssh.Conn
+	Chans <-chan ssh.NewChannel
+	Reqs  <-chan *ssh.Request
+}
+
+// Stats counts what one connection relayed. Safe for concurrent use.
+type Stats struct {
+	BytesUp   atomic.Int64 // client → node
+	BytesDown atomic.Int64 // node → client
+	Channels  atomic.Int64 // channels opened (both directions)
+}
+
+// Relay is one proxied connection.
+type Relay struct {
+	Down   Side
+	Up     Side
+	Rights policy.Rights
+	Log    *slog.Logger
+	Stats  *Stats
+	// KeepaliveInterval, if positive, probes the node connection; a node
+	// that does not answer within two intervals is treated as dead.
+	KeepaliveInterval time.Duration
+}
+
+// Channel types, and the forwarding right each needs.
+const (
+	chanSession          = "session"
+	chanDirectTCPIP      = "direct-tcpip"
+	chanDirectStream     = "direct-streamlocal@openssh.com"
+	chanForwardedTCPIP   = "forwarded-tcpip"
+	chanForwardedStream  = "forwarded-streamlocal@openssh.com"
+	chanX11              = "x11"
+	chanAgent            = "auth-agent@openssh.com"
+	reqTCPIPForward      = "tcpip-forward"
+	reqCancelTCPIP       = "cancel-tcpip-forward"
+	reqStreamForward     = "streamlocal-forward@openssh.com"
+	reqCancelStream      = "cancel-streamlocal-forward@openssh.com"
+	reqNoMoreSessions    = "no-more-sessions@openssh.com"
+	reqAgentForward      = "auth-agent-req@openssh.com"
+	reqX11               = "x11-req"
+	reqKeepalive         = "keepalive@openssh.com"
+	errProhibitedMessage = "administratively prohibited by frontdoor policy"
+)
+
+// Run relays until either side goes away, then closes both and returns once
+// every goroutine it started has finished. It returns the error that ended
+// the connection on the node side, if any.
+func (r *Relay) Run(ctx context.Context) error {
+	if r.Stats == nil {
+		r.Stats = &Stats{}
+	}
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	closeBoth := sync.OnceFunc(func() {
+		r.Down.Conn.Close()
+		r.Up.Conn.Close()
+	})
+	var upErr error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		r.Down.Conn.Wait()
+		closeBoth()
+	}()
+	go func() {
+		defer wg.Done()
+		upErr = r.Up.Conn.Wait()
+		closeBoth()
+	}()
+	go func() {
+		<-ctx.Done()
+		closeBoth()
+	}()
+	if r.KeepaliveInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.keepalive(ctx, closeBoth)
+		}()
+	}
+
+	// One goroutine serves both sides' new channels and global requests;
+	// anything that waits on the other side gets its own goroutine, so a
+	// slow peer never stalls the dispatch of the rest.
+	downChans, upChans, downReqs, upReqs := r.Down.Chans, r.Up.Chans, r.Down.Reqs, r.Up.Reqs
+	for downChans != nil || upChans != nil || downReqs != nil || upReqs != nil {
+		select {
+		case nc, ok := <-downChans:
+			if !ok {
+				downChans = nil
+				continue
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); r.openFromClient(nc) }()
+		case nc, ok := <-upChans:
+			if !ok {
+				upChans = nil
+				continue
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); r.openFromNode(nc) }()
+		case req, ok := <-downReqs:
+			if !ok {
+				downReqs = nil
+				continue
+			}
+			r.globalFromClient(req, &wg)
+		case req, ok := <-upReqs:
+			if !ok {
+				upReqs = nil
+				continue
+			}
+			// The node's global requests are for the gateway, which is
+			// its client: hostkeys-00@openssh.com announcements must not
+			// reach the user (they are the node's keys, not the
+			// gateway's), and keepalives are answered here.
+			if req.WantReply {
+				req.Reply(false, nil)
+			}
+		}
+	}
+	cancel()
+	wg.Wait()
+	if errors.Is(upErr, errKeepaliveTimeout) {
+		return upErr
+	}
+	return nil
+}
+
+var errKeepaliveTimeout = errors.New("login node stopped answering keepalives")
+
+func (r *Relay) keepalive(ctx context.Context, closeBoth func()) {
+	t := time.NewTicker(r.KeepaliveInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		reply := make(chan error, 1)
+		go func() {
+			_, _, err := r.Up.Conn.SendRequest(reqKeepalive, true, nil)
+			reply <- err
+		}()
+		select {
+		case <-ctx.Done():
+			return
+		case err := <-reply:
+			if err != nil {
+				return // the connection is gone; Wait reports it
+			}
+		case <-time.After(2 * r.KeepaliveInterval):
+			r.Log.Warn("login node stopped answering keepalives, closing", "reason", "keepalive timeout")
+			closeBoth()
+			return
+		}
+	}
+}
+
+func (r *Relay) globalFromClient(req *ssh.Request, wg *sync.WaitGroup) {
+	allowed := false
+	switch req.Type {
+	case reqTCPIPForward, reqCancelTCPIP:
+		allowed = r.Rights.Remote
+	case reqStreamForward, reqCancelStream:
+		allowed = r.Rights.StreamLocal
+	case reqNoMoreSessions:
+		allowed = true
+	default:
+		// keepalive@openssh.com and anything unknown: answered here, as
+		// sshd answers requests it does not implement.
+	}
+	if !allowed {
+		if req.Type != reqKeepalive && req.Type != reqNoMoreSessions {
+			r.Log.Info("global request refused", "request", req.Type)
+		}
+		if req.WantReply {
+			req.Reply(false, nil)
+		}
+		return
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ok, payload, err := r.Up.Conn.SendRequest(req.Type, req.WantReply, req.Payload)
+		if err != nil {
+			ok, payload = false, nil
+		}
+		if req.WantReply {
+			// tcpip-forward with port 0 returns the allocated port.
+			req.Reply(ok, payload)
+		}
+	}()
+}
+
+// mayOpen reports whether a channel of type t may be opened in the given
+// direction.
+func (r *Relay) mayOpen(t string, fromClient bool) bool {
+	if fromClient {
+		switch t {
+		case chanSession:
+			return true
+		case chanDirectTCPIP:
+			return r.Rights.Local
+		case chanDirectStream:
+			return r.Rights.StreamLocal
+		}
+		return false
+	}
+	switch t {
+	case chanForwardedTCPIP:
+		return r.Rights.Remote
+	case chanForwardedStream:
+		return r.Rights.StreamLocal
+	case chanX11:
+		return r.Rights.X11
+	case chanAgent:
+		return r.Rights.Agent
+	}
+	return false
+}
+
+func (r *Relay) openFromClient(nc ssh.NewChannel) {
+	r.open(nc, r.Up.Conn, true)
+}
+
+func (r *Relay) openFromNode(nc ssh.NewChannel) {
+	r.open(nc, r.Down.Conn, false)
+}
+
+// open opens on the other side the channel nc asks for, answers nc the way
+// the other side answered, and relays the pair until both are closed.
+func (r *Relay) open(nc ssh.NewChannel, other ssh.Conn, fromClient bool) {
+	t := nc.ChannelType()
+	if !r.mayOpen(t, fromClient) {
+		r.Log.Info("channel refused", "channel", t, "from_client", fromClient)
+		nc.Reject(ssh.Prohibited, errProhibitedMessage)
+		return
+	}
+	och, oreqs, err := other.OpenChannel(t, nc.ExtraData())
+	if err != nil {
+		var oerr *ssh.OpenChannelError
+		if errors.As(err, &oerr) {
+			nc.Reject(oerr.Reason, oerr.Message)
+		} else {
+			nc.Reject(ssh.ConnectionFailed, "connection lost")
+		}
+		return
+	}
+	ch, reqs, err := nc.Accept()
+	if err != nil {
+		och.Close()
+		go ssh.DiscardRequests(oreqs)
+		return
+	}
+	r.Stats.Channels.Add(1)
+	if fromClient {
+		r.pipe(ch, reqs, och, oreqs, t == chanSession)
+	} else {
+		r.pipe(och, oreqs, ch, reqs, false)
+	}
+}
+
+// pipe relays a channel pair: down is the client's end, up the node's.
+//
+// Ordering: each direction's data is copied in order and followed by EOF
+// when the source sends EOF. A side's close is passed on only after
+// everything that side sent before it (data, stderr, requests such as
+// exit-status) has been passed on, so exit codes and trailing output survive.
+func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Channel, upReqs <-chan *ssh.Request, session bool) {
+	var downDone, upDone sync.WaitGroup // what each side sent has been relayed
+	closeBoth := sync.OnceFunc(func() {
+		down.Close()
+		up.Close()
+	})
+
+	downDone.Add(2)
+	go func() { // client → node data, then EOF
+		defer downDone.Done()
+		n, _ := copyData(up, down)
+		r.Stats.BytesUp.Add(n)
+		up.CloseWrite()
+	}()
+	go func() {
+		defer downDone.Done()
+		r.forwardRequests(downReqs, up, session)
+	}()
+
+	upDone.Add(3)
+	go func() { // node → client data, then EOF
+		defer upDone.Done()
+		n, _ := copyData(down, up)
+		r.Stats.BytesDown.Add(n)
+		down.CloseWrite()
+	}()
+	go func() { // node → client stderr
+		defer upDone.Done()
+		n, _ := copyData(down.Stderr(), up.Stderr())
+		r.Stats.BytesDown.Add(n)
+	}()
+	go func() {
+		defer upDone.Done()
+		r.forwardRequests(upReqs, down, false)
+	}()
+
+	// Whichever side finishes first closes the pair: a request channel
+	// ends only when that side has closed the channel.
+	done := make(chan struct{}, 2)
+	go func() { downDone.Wait(); closeBoth(); done <- struct{}{} }()
+	upDone.Wait()
+	closeBoth()
+	<-done
+}
+
+// forwardRequests passes channel requests from one side to the other, with
+// the other side's answer. fromSession filters the client's session
+// requests by forwarding rights.
+func (r *Relay) forwardRequests(reqs <-chan *ssh.Request, to ssh.Channel, fromClientSession bool) {
+	for req := range reqs {
+		if fromClientSession && !r.maySessionRequest(req.Type) {
+			r.Log.Info("session request refused", "request", req.Type)
+			if req.WantReply {
+				req.Reply(false, nil)
+			}
+			continue
+		}
+		ok, err := to.SendRequest(req.Type, req.WantReply, req.Payload)
+		if req.WantReply {
+			req.Reply(ok && err == nil, nil)
+		}
+	}
+}
+
+func (r *Relay) maySessionRequest(t string) bool {
+	switch t {
+	case reqAgentForward:
+		return r.Rights.Agent
+	case reqX11:
+		return r.Rights.X11
+	}
+	return true
+}
