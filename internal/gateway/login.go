@@ -64,7 +64,7 @@ func newLogin(g *Gateway, conn net.Conn) *login {
 
 func (l *login) serverConfig() *ssh.ServerConfig {
 	cfg := &ssh.ServerConfig{
-		MaxAuthTries:                l.g.cfg.Gateway.MaxAuthTries,
+		MaxAuthTries: l.g.cfg.Gateway.MaxAuthTries,
 		// "none" is never accepted (none returns an error, always); it is
 		// hooked only because it is the first message naming the user, so
 		// the backend dial can start while the client picks its keys.
@@ -480,4 +480,3 @@ func (g *Gateway) userSessions(user string) int {
 	}
 	return n
 }
-

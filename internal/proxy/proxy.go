@@ -311,17 +311,26 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 		r.forwardRequests(downReqs, up, session)
 	}()
 
-	upDone.Add(3)
-	go func() { // node → client data, then EOF
-		defer upDone.Done()
+	// Node → client: stdout and stderr, then one EOF. In SSH a single EOF
+	// ends both streams, and x/crypto may report EOF on stdout while
+	// stderr is still buffered: EOF must wait for both copies.
+	var output sync.WaitGroup
+	output.Add(2)
+	upDone.Add(2)
+	go func() {
+		defer output.Done()
 		n, _ := copyData(down, up)
 		r.Stats.BytesDown.Add(n)
-		down.CloseWrite()
 	}()
-	go func() { // node → client stderr
-		defer upDone.Done()
+	go func() {
+		defer output.Done()
 		n, _ := copyData(down.Stderr(), up.Stderr())
 		r.Stats.BytesDown.Add(n)
+	}()
+	go func() {
+		defer upDone.Done()
+		output.Wait()
+		down.CloseWrite()
 	}()
 	go func() {
 		defer upDone.Done()
