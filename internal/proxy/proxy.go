@@ -293,57 +293,55 @@ func (r *Relay) open(nc ssh.NewChannel, other ssh.Conn, fromClient bool) {
 // everything that side sent before it (data, stderr, requests such as
 // exit-status) has been passed on, so exit codes and trailing output survive.
 func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Channel, upReqs <-chan *ssh.Request, session bool) {
-	var downDone, upDone sync.WaitGroup // what each side sent has been relayed
 	closeBoth := sync.OnceFunc(func() {
 		down.Close()
 		up.Close()
 	})
 
-	downDone.Add(2)
-	go func() { // client → node data, then EOF
-		defer downDone.Done()
+	// Client → node: data then EOF; requests until the client closes.
+	var input sync.WaitGroup
+	input.Add(1)
+	go func() {
+		defer input.Done()
 		n, _ := copyData(up, down)
 		r.Stats.BytesUp.Add(n)
 		up.CloseWrite()
 	}()
+	downDone := make(chan struct{})
 	go func() {
-		defer downDone.Done()
+		defer close(downDone)
 		r.forwardRequests(downReqs, up, session)
+		// The client closed the channel: once its data is through, so
+		// does the node's end.
+		input.Wait()
+		closeBoth()
 	}()
 
 	// Node → client: stdout and stderr, then one EOF. In SSH a single EOF
 	// ends both streams, and x/crypto may report EOF on stdout while
 	// stderr is still buffered: EOF must wait for both copies.
-	var output sync.WaitGroup
-	output.Add(2)
-	upDone.Add(2)
+	var stderr, output sync.WaitGroup
+	stderr.Add(1)
+	output.Add(1)
 	go func() {
-		defer output.Done()
-		n, _ := copyData(down, up)
-		r.Stats.BytesDown.Add(n)
-	}()
-	go func() {
-		defer output.Done()
+		defer stderr.Done()
 		n, _ := copyData(down.Stderr(), up.Stderr())
 		r.Stats.BytesDown.Add(n)
 	}()
 	go func() {
-		defer upDone.Done()
-		output.Wait()
+		defer output.Done()
+		n, _ := copyData(down, up)
+		r.Stats.BytesDown.Add(n)
+		stderr.Wait()
 		down.CloseWrite()
 	}()
-	go func() {
-		defer upDone.Done()
-		r.forwardRequests(upReqs, down, false)
-	}()
-
-	// Whichever side finishes first closes the pair: a request channel
-	// ends only when that side has closed the channel.
-	done := make(chan struct{}, 2)
-	go func() { downDone.Wait(); closeBoth(); done <- struct{}{} }()
-	upDone.Wait()
+	// Requests until the node closes (exit-status and exit-signal come
+	// before its close), then close the client's end once the output is
+	// through.
+	r.forwardRequests(upReqs, down, false)
+	output.Wait()
 	closeBoth()
-	<-done
+	<-downDone
 }
 
 // forwardRequests passes channel requests from one side to the other, with
