@@ -37,7 +37,8 @@ test: build
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 run: build
-	$(GO) run ./test/cmd/stack --state-dir "$(STATE_DIR)"
+	$(GO) build -o bin/frontdoor-stack ./test/cmd/stack
+	bin/frontdoor-stack --state-dir "$(STATE_DIR)"
 
 bench: build
 	$(GO) run ./bench/cmd/relaybench --out bench/results

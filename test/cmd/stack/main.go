@@ -1,0 +1,380 @@
+// Command stack runs frontdoor's local stack in the foreground: real OpenSSH
+// login nodes on 127.0.1.x, local Unix users, and gateways as separate
+// processes (bin/frontdoor). Once every part answers it writes
+// STATE_DIR/stack.json (see ../shared/DESIGN.md) and prints how to connect.
+// SIGINT/SIGTERM stops every process it started; nothing outside the state
+// directory is removed (the Unix users stay, as the next run reuses them).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/policy"
+	"github.com/frontdoor-hpc/frontdoor/test/harness"
+)
+
+// Stack is stack.json. Fields may be added, never renamed.
+type Stack struct {
+	Gateways   []GatewayInfo `json:"gateways"`
+	Nodes      []NodeInfo    `json:"nodes"`
+	Users      []UserInfo    `json:"users"`
+	Directory  DirectoryInfo `json:"directory"`
+	KnownHosts string        `json:"known_hosts"`
+}
+
+type GatewayInfo struct {
+	Name   string `json:"name"`
+	SSH    string `json:"ssh"`
+	Admin  string `json:"admin"`
+	PID    int    `json:"pid"`
+	Config string `json:"config"`
+	Log    string `json:"log"`
+	Audit  string `json:"audit"`
+}
+
+type NodeInfo struct {
+	Name     string `json:"name"`
+	Pool     string `json:"pool"`
+	SSH      string `json:"ssh"`
+	SSHDPID  int    `json:"sshd_pid"`
+	AgentPID int    `json:"agent_pid"`
+}
+
+type UserInfo struct {
+	Name       string   `json:"name"`
+	Password   string   `json:"password"`
+	PrivateKey string   `json:"private_key"`
+	Groups     []string `json:"groups"`
+}
+
+type DirectoryInfo struct {
+	Kind string `json:"kind"`
+	// static
+	File string `json:"file,omitempty"`
+	// ad
+	URL           string `json:"url,omitempty"`
+	Realm         string `json:"realm,omitempty"`
+	BaseDN        string `json:"base_dn,omitempty"`
+	CAFile        string `json:"ca_file,omitempty"`
+	AdminUser     string `json:"admin_user,omitempty"`
+	AdminPassword string `json:"admin_password,omitempty"`
+}
+
+// The stack's users: four researchers in different groups.
+var stackUsers = []struct {
+	name   string
+	groups []string
+}{
+	{"alice", []string{"nlp-lab"}},
+	{"bob", []string{"vision-lab"}},
+	{"carol", []string{"nlp-lab", "vision-lab"}},
+	{"dave", []string{"students"}},
+}
+
+// The stack's policy: labs get the GPU pool, students a restricted general one.
+var stackRules = []policy.Rule{
+	{Name: "nlp-lab", Groups: []string{"nlp-lab"}, Pools: []string{"general", "gpu"}},
+	{Name: "vision-lab", Groups: []string{"vision-lab"}, Pools: []string{"general"}},
+	{Name: "students", Groups: []string{"students"}, Pools: []string{"general"},
+		Forwarding: []string{policy.FwdLocal, policy.FwdStreamLocal}, MaxSessions: 10},
+}
+
+func main() {
+	def := os.Getenv("STATE_DIR")
+	if def == "" {
+		def = ".stack"
+	}
+	stateDir := flag.String("state-dir", def, "state directory (env STATE_DIR)")
+	nodes := flag.Int("nodes", 3, "login nodes")
+	gateways := flag.Int("gateways", 2, "gateways")
+	sshPort := flag.Int("ssh-port", 2222, "first gateway SSH port (next gateways: +1, ...)")
+	adminPort := flag.Int("admin-port", 9101, "first gateway admin port")
+	bin := flag.String("bin", "bin/frontdoor", "frontdoor binary")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx = withParent(ctx)
+	if err := run(ctx, log, *stateDir, *bin, *nodes, *gateways, *sshPort, *adminPort); err != nil {
+		log.Error("stack failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+type stack struct {
+	log     *slog.Logger
+	dir     string
+	cleanup []func()
+}
+
+func (s *stack) stop() {
+	for i := len(s.cleanup) - 1; i >= 0; i-- {
+		s.cleanup[i]()
+	}
+}
+
+func run(ctx context.Context, log *slog.Logger, stateDir, bin string, nNodes, nGateways, sshPort, adminPort int) error {
+	if os.Geteuid() != 0 {
+		return errors.New("the local stack needs root (it creates Unix users and starts sshd)")
+	}
+	dir, err := filepath.Abs(stateDir)
+	if err != nil {
+		return err
+	}
+	if bin, err = filepath.Abs(bin); err != nil {
+		return err
+	}
+	// sshd reads authorized keys and the CA as the user: keep it readable.
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	os.Chmod(dir, 0o755)
+	s := &stack{log: log, dir: dir}
+	defer s.stop()
+	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+
+	keys, err := harness.Keys(filepath.Join(dir, "keys"))
+	if err != nil {
+		return err
+	}
+	var out Stack
+
+	// Users: Unix accounts on the "login nodes" (this machine), keys and
+	// passwords kept in the state directory so a restart reuses them.
+	var users []*harness.User
+	for _, su := range stackUsers {
+		if err := harness.EnsureUnixUser(su.name); err != nil {
+			return err
+		}
+		udir := filepath.Join(dir, "users", su.name)
+		pw, err := persistentPassword(filepath.Join(udir, "password"))
+		if err != nil {
+			return err
+		}
+		u, err := harness.NewUser(udir, su.name, pw, su.groups...)
+		if err != nil {
+			return err
+		}
+		users = append(users, u)
+		out.Users = append(out.Users, UserInfo{Name: su.name, Password: pw, PrivateKey: u.KeyPath, Groups: su.groups})
+	}
+	usersFile := filepath.Join(dir, "users.yaml")
+	if err := harness.WriteUsersFile(usersFile, users...); err != nil {
+		return err
+	}
+	out.Directory = DirectoryInfo{Kind: "static", File: usersFile}
+
+	// Login nodes: sshd on 127.0.1.N, port 22 when free.
+	var entries []harness.NodeEntry
+	for i := 1; i <= nNodes; i++ {
+		name, addr := fmt.Sprintf("login%d", i), fmt.Sprintf("127.0.1.%d", i)
+		pool := "general"
+		if i == nNodes && nNodes > 2 {
+			pool = "gpu"
+		}
+		port := 22
+		if !portFree(addr, port) {
+			port = 0
+		}
+		n, err := harness.StartNode(startCtx, harness.NodeOptions{Name: name, Addr: addr, Port: port,
+			Dir: filepath.Join(dir, "nodes", name), UserCAPub: keys.UserCAPub})
+		if err != nil {
+			return fmt.Errorf("node %s: %w", name, err)
+		}
+		s.cleanup = append(s.cleanup, func() { n.Stop() })
+		for _, u := range users {
+			n.Authorize(u.Name, u.AuthorizedKey()) // direct logins, for comparisons
+		}
+		entries = append(entries, n.Entry(pool))
+		out.Nodes = append(out.Nodes, NodeInfo{Name: name, Pool: pool, SSH: n.Addr(), SSHDPID: n.PID()})
+		log.Info("login node up", "node", name, "ssh", n.Addr(), "pool", pool)
+	}
+
+	// Gateways, as separate processes of the real binary.
+	var khLines string
+	for i := 1; i <= nGateways; i++ {
+		name := fmt.Sprintf("gw%d", i)
+		sshAddr := freeOr("127.0.0.1", sshPort+i-1)
+		admin := freeOr("127.0.0.1", adminPort+i-1)
+		gdir := filepath.Join(dir, "gateways", name)
+		cfg, err := harness.WriteGatewayConfig(gdir, harness.GatewayConfig{Name: name, Listen: sshAddr, AdminListen: admin,
+			Keys: keys, Nodes: entries, UsersFile: usersFile, Rules: stackRules, LogLevel: "info"})
+		if err != nil {
+			return err
+		}
+		logPath := filepath.Join(gdir, "gateway.log")
+		pid, err := s.startProcess(startCtx, logPath, sshAddr, bin, "gateway", "--config", cfg)
+		if err != nil {
+			return fmt.Errorf("gateway %s: %w", name, err)
+		}
+		out.Gateways = append(out.Gateways, GatewayInfo{Name: name, SSH: sshAddr, Admin: admin, PID: pid, Config: cfg,
+			Log: logPath, Audit: filepath.Join(gdir, "audit.jsonl")})
+		khLines += harness.KnownHostsLine(sshAddr, keys.HostPublicKey) + "\n"
+		log.Info("gateway up", "gateway", name, "ssh", sshAddr, "admin", admin)
+	}
+	out.KnownHosts = filepath.Join(dir, "known_hosts")
+	if err := os.WriteFile(out.KnownHosts, []byte(khLines), 0o644); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(dir, "stack.json"), out); err != nil {
+		return err
+	}
+	printHowTo(out)
+	<-ctx.Done()
+	log.Info("stopping the stack")
+	return nil
+}
+
+// startProcess starts a child, logging to logPath, and waits until it
+// listens on addr. The child is stopped with SIGTERM at cleanup.
+func (s *stack) startProcess(ctx context.Context, logPath, addr string, name string, args ...string) (int, error) {
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	s.cleanup = append(s.cleanup, func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	err = harness.WaitFor(ctx, 20*time.Second, func() error {
+		select {
+		case <-done:
+			return fmt.Errorf("exited; see %s", logPath)
+		default:
+		}
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+	return cmd.Process.Pid, err
+}
+
+// withParent ends ctx when this process's parent goes away: a SIGINT or
+// SIGTERM sent only to `make run` (or the shell it started) must still stop
+// the stack, and make does not pass SIGINT on to its children.
+func withParent(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancel(ctx)
+	parent := os.Getppid()
+	go func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if os.Getppid() != parent {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx
+}
+
+func printHowTo(st Stack) {
+	gw := st.Gateways[0]
+	host, port, _ := net.SplitHostPort(gw.SSH)
+	u := st.Users[0]
+	fmt.Printf(`
+frontdoor local stack is up (%d gateways, %d login nodes). State: stack.json in the state directory.
+
+  ssh -o UserKnownHostsFile=%s -i %s -p %s %s@%s
+  ssh ... -p %s %s+%s@%s            # a named node
+  password logins: the passwords are in stack.json
+
+Users: `, len(st.Gateways), len(st.Nodes), st.KnownHosts, u.PrivateKey, port, u.Name, host, port, u.Name, st.Nodes[len(st.Nodes)-1].Name, host)
+	for _, u := range st.Users {
+		fmt.Printf("%s %v  ", u.Name, u.Groups)
+	}
+	fmt.Printf("\nAdmin API: curl http://%s/v1/sessions   metrics: http://%s/metrics\nCtrl-C stops everything.\n", gw.Admin, gw.Admin)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// persistentPassword returns the password stored at path, creating a random
+// one the first time.
+func persistentPassword(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+		return string(b), nil
+	}
+	const alphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+	pw := make([]byte, 16)
+	for i := range pw {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		if err != nil {
+			return "", err
+		}
+		pw[i] = alphabet[n.Int64()]
+	}
+	// AD complexity: upper, lower, digit.
+	s := "Fd1" + string(pw)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	return s, os.WriteFile(path, []byte(s), 0o600)
+}
+
+func portFree(host string, port int) bool {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}
+
+// freeOr returns host:port if free, else host:(a free port).
+func freeOr(host string, port int) string {
+	if portFree(host, port) {
+		return net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
