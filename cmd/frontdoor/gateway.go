@@ -14,6 +14,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
+	"github.com/frontdoor-hpc/frontdoor/internal/gctune"
 )
 
 func init() {
@@ -58,6 +59,7 @@ func runGateway(ctx context.Context, args []string) error {
 	}
 	log := newLogger(cfg.Log)
 	slog.SetDefault(log)
+	go gctune.Run(ctx, gctune.Default, os.Getenv("GOGC"))
 	dir, err := openDirectory(cfg, log)
 	if err != nil {
 		return fmt.Errorf("directory: %w", err)
