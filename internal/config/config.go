@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -65,6 +66,33 @@ type Gateway struct {
 	MaxConnections int `yaml:"max_connections"`
 	// Banner is sent to clients before authentication (optional).
 	Banner string `yaml:"banner"`
+	// ProxyProtocolFrom lists the addresses (CIDRs) of load balancers that
+	// send a PROXY protocol v1/v2 header. Connections from them must carry
+	// one; connections from elsewhere must not. Empty: PROXY protocol off.
+	ProxyProtocolFrom []string `yaml:"proxy_protocol_from"`
+}
+
+// ProxyProtocolPrefixes returns ProxyProtocolFrom parsed (validated at load).
+func (g Gateway) ProxyProtocolPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range g.ProxyProtocolFrom {
+		if p, err := parsePrefix(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parsePrefix accepts a CIDR or a single address.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not an address or CIDR", s)
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 // Backend is how the gateway talks to login nodes.
@@ -319,6 +347,11 @@ func (c *Config) validate() error {
 	if c.Gateway.AdminListen != "" {
 		if _, _, err := net.SplitHostPort(c.Gateway.AdminListen); err != nil {
 			add(c.Errorf("gateway.admin_listen", "not host:port: %v", err))
+		}
+	}
+	for i, a := range c.Gateway.ProxyProtocolFrom {
+		if _, err := parsePrefix(a); err != nil {
+			add(c.Errorf(fmt.Sprintf("gateway.proxy_protocol_from[%d]", i), "%v", err))
 		}
 	}
 	if len(c.Gateway.HostKeys) == 0 {

@@ -119,6 +119,9 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	g.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	if trusted := g.cfg.Gateway.ProxyProtocolPrefixes(); len(trusted) > 0 {
+		ln = withProxyProtocol(ln, trusted)
+	}
 	g.log.Info("gateway listening", "addr", ln.Addr().String(), "gateway", g.cfg.Gateway.Name)
 	var backoff time.Duration
 	for {
@@ -221,6 +224,11 @@ func newSessionID() string {
 func (g *Gateway) handle(ctx context.Context, conn net.Conn) {
 	defer conn.Close()
 	g.metrics.connections.Inc()
+	if err := checkProxyHeader(conn); err != nil {
+		g.metrics.refused.WithLabelValues("proxy_protocol").Inc()
+		g.log.Warn("connection refused", "src", conn.RemoteAddr().String(), "reason", err.Error())
+		return
+	}
 	l := newLogin(g, conn)
 	defer l.abort()
 	if *g.cfg.Backend.Preconnect {

@@ -78,7 +78,7 @@ type testGateway struct {
 	audit   string
 }
 
-func startTestGateway(t *testing.T, nodes string) *testGateway {
+func startTestGateway(t *testing.T, nodes string, gatewayExtra ...string) *testGateway {
 	t.Helper()
 	dir := t.TempDir()
 	hostPub, err := ca.GenerateKeyFile(filepath.Join(dir, "host"), "")
@@ -96,7 +96,7 @@ func startTestGateway(t *testing.T, nodes string) *testGateway {
 	os.WriteFile(filepath.Join(dir, "users.yaml"), []byte(users), 0o600)
 	os.WriteFile(filepath.Join(dir, "known_hosts"), nil, 0o600)
 	yml := `
-gateway: {name: gwtest, listen: "127.0.0.1:0", host_keys: [host], user_ca_key: ca, login_grace_time: 20s}
+gateway: {name: gwtest, listen: "127.0.0.1:0", host_keys: [host], user_ca_key: ca, login_grace_time: 20s` + strings.Join(append([]string{""}, gatewayExtra...), ", ") + `}
 backend: {known_hosts: [known_hosts], connect_timeout: 2s}
 directory: {kind: static, static: {file: users.yaml}}
 nodes: ` + nodes + `
