@@ -49,6 +49,9 @@ type Gateway struct {
 	nodeKeys *hostKeys
 	metrics  *metrics
 	slots    chan struct{} // one per allowed concurrent connection
+	// closing is cancelled by Close: it ends handshakes in progress too.
+	closing     context.Context
+	closeCancel context.CancelFunc
 
 	mu        sync.Mutex // mu protects the following
 	sessions  map[string]*Session
@@ -95,6 +98,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		sessions:  map[string]*Session{},
 		listeners: map[net.Listener]struct{}{},
 	}
+	g.closing, g.closeCancel = context.WithCancel(context.Background())
 	if g.router == nil {
 		g.router = NewStaticRouter(cfg.Nodes)
 	}
@@ -117,6 +121,10 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	g.listeners[ln] = struct{}{}
 	g.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopOnClose := context.AfterFunc(g.closing, cancel)
+	defer stopOnClose()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	if trusted := g.cfg.Gateway.ProxyProtocolPrefixes(); len(trusted) > 0 {
@@ -162,6 +170,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 
 // Close stops accepting, closes every session and waits for them to end.
 func (g *Gateway) Close() error {
+	g.closeCancel()
 	g.mu.Lock()
 	g.closed = true
 	for ln := range g.listeners {
