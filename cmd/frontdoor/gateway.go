@@ -12,6 +12,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/admin"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 	"github.com/frontdoor-hpc/frontdoor/internal/gctune"
@@ -37,13 +38,9 @@ func openDirectory(cfg *config.Config, log *slog.Logger) (directory.Directory, e
 	switch cfg.Directory.Kind {
 	case "static":
 		return static.New(cfg.Directory.Static.File)
+	case "ad":
+		return ad.New(cfg.Directory.AD, log.With("directory", "ad"))
 	}
-	return openOtherDirectory(cfg, log)
-}
-
-// openOtherDirectory is replaced by directory kinds registered in other
-// files (ad).
-var openOtherDirectory = func(cfg *config.Config, _ *slog.Logger) (directory.Directory, error) {
 	return nil, fmt.Errorf("directory kind %q is not built in", cfg.Directory.Kind)
 }
 

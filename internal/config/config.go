@@ -18,7 +18,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
+	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
 )
 
 // DefaultPath is where the gateway looks for its configuration.
@@ -27,13 +29,14 @@ const DefaultPath = "/etc/frontdoor/gateway.yaml"
 // Config is the whole gateway configuration. Zero values mean "use the
 // default"; Load fills defaults in and validates.
 type Config struct {
-	Gateway   Gateway       `yaml:"gateway"`
-	Backend   Backend       `yaml:"backend"`
-	Directory Directory     `yaml:"directory"`
-	Nodes     []Node        `yaml:"nodes"`
-	Policy    policy.Config `yaml:"policy"`
-	Audit     Audit         `yaml:"audit"`
-	Log       Log           `yaml:"log"`
+	Gateway   Gateway         `yaml:"gateway"`
+	Backend   Backend         `yaml:"backend"`
+	Directory Directory       `yaml:"directory"`
+	Nodes     []Node          `yaml:"nodes"`
+	Policy    policy.Config   `yaml:"policy"`
+	Throttle  throttle.Config `yaml:"throttle"`
+	Audit     Audit           `yaml:"audit"`
+	Log       Log             `yaml:"log"`
 
 	// path and lines remember where things were written, for error messages.
 	path  string
@@ -130,8 +133,8 @@ type Directory struct {
 	Kind string `yaml:"kind"`
 	// Static configures the static directory.
 	Static StaticDirectory `yaml:"static"`
-	// AD holds the Active Directory settings; decoded by the ad package.
-	AD yaml.Node `yaml:"ad"`
+	// AD configures the Active Directory source (directory.kind: ad).
+	AD ad.Config `yaml:"ad"`
 }
 
 // StaticDirectory is a YAML file of users; see configs/users.yaml.
@@ -299,6 +302,10 @@ func (c *Config) setDefaults() {
 	if c.Directory.Kind == "" {
 		c.Directory.Kind = "static"
 	}
+	if c.Directory.Kind == "ad" {
+		c.Directory.AD = c.Directory.AD.Defaults()
+	}
+	c.Throttle = c.Throttle.Defaults()
 	for i := range c.Nodes {
 		if c.Nodes[i].Pool == "" {
 			c.Nodes[i].Pool = "default"
@@ -329,6 +336,8 @@ func (c *Config) resolvePaths(dir string) {
 		abs(&c.Backend.KnownHosts[i])
 	}
 	abs(&c.Directory.Static.File)
+	abs(&c.Directory.AD.CAFile)
+	abs(&c.Directory.AD.BindPasswordFile)
 	abs(&c.Audit.File)
 }
 
@@ -383,8 +392,8 @@ func (c *Config) validate() error {
 			add(c.Errorf("directory.static.file", "required for directory kind static"))
 		}
 	case "ad":
-		if c.Directory.AD.Kind == 0 {
-			add(c.Errorf("directory.ad", "required for directory kind ad"))
+		for _, p := range c.Directory.AD.Problems() {
+			add(c.Errorf("directory.ad."+p.Key, "%s", p.Msg))
 		}
 	default:
 		add(c.Errorf("directory.kind", "unknown kind %q (want static or ad)", c.Directory.Kind))

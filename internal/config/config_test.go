@@ -90,3 +90,26 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestADSectionErrorsNameTheLine(t *testing.T) {
+	y := strings.Replace(good, "  kind: static\n  static: {file: users.yaml}", `  kind: ad
+  ad:
+    urls: ["ldap://dc1.example.edu"]
+    base_dn: DC=example,DC=edu
+    bind_dn: svc@example.edu
+    bind_password_file: pw
+    key_attribute: sshKeys`, 1)
+	_, err := Parse("gateway.yaml", []byte(y))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{
+		"gateway.yaml:12: directory.ad.urls[0]: \"ldap://dc1.example.edu\" is plain LDAP",
+		"gateway.yaml:11: directory.ad.ca_file: required",
+		"gateway.yaml:16: directory.ad.key_attribute",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not contain %q:\n%v", want, err)
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/internal/proxy"
+	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
 )
 
 // ServerVersion is what the gateway announces to clients.
@@ -47,6 +48,7 @@ type Gateway struct {
 	ca       *ca.CA
 	hostKeys []ssh.Signer
 	nodeKeys *hostKeys
+	throttle *throttle.Throttle
 	metrics  *metrics
 	slots    chan struct{} // one per allowed concurrent connection
 	// closing is cancelled by Close: it ends handshakes in progress too.
@@ -93,6 +95,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		ca:        ca.New(caSigner, cfg.Gateway.Name, cfg.Backend.CertValidity, cfg.Backend.CertSourceAddress),
 		hostKeys:  hk,
 		nodeKeys:  nk,
+		throttle:  throttle.New(cfg.Throttle),
 		metrics:   newMetrics(),
 		slots:     make(chan struct{}, cfg.Gateway.MaxConnections),
 		sessions:  map[string]*Session{},

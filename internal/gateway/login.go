@@ -115,6 +115,29 @@ func (l *login) failed(err error) {
 	l.g.log.Debug("connection ended before a session", "src", l.src, "user", l.name, "err", err)
 }
 
+// canonicalizer is implemented by directories where one user may type
+// several names (AD: alice, HPC\alice, alice@hpc.example.edu).
+type canonicalizer interface {
+	CanonicalName(typed string) string
+}
+
+// throttleKey is the per-user throttling key: every form of a name counts
+// against the same allowance.
+func (g *Gateway) throttleKey(name string) string {
+	if c, ok := g.dir.(canonicalizer); ok {
+		return c.CanonicalName(name)
+	}
+	return name
+}
+
+// srcIP is the client address without the port, the throttling key.
+func (l *login) srcIP() string {
+	if host, _, err := net.SplitHostPort(l.src); err == nil {
+		return host
+	}
+	return l.src
+}
+
 // errAuth is the error returned to x/crypto for any refused attempt. What
 // the client sees is only "Permission denied"; the reason is audited.
 var errAuth = errors.New("authentication failed")
@@ -316,14 +339,27 @@ func (l *login) passwordLogin(typed, pw, method string) (*ssh.Permissions, error
 		l.auditAuth(method, nil, "fail", "empty password")
 		return nil, errAuth
 	}
+	// Password guesses are what lock accounts out in AD: throttle them per
+	// user and per source before they reach the directory. Key logins never
+	// bind to AD and are not throttled here.
+	src, key := l.srcIP(), l.g.throttleKey(name)
+	if wait, ok := l.g.throttle.Check(key, src); !ok {
+		l.name = name
+		l.auditAuth(method, nil, "fail", fmt.Sprintf("throttled for %s after repeated failures", wait.Round(time.Second)))
+		return nil, errAuth
+	}
 	ctx, cancel := context.WithTimeout(l.ctx, 15*time.Second)
 	ident, err := l.g.dir.VerifyPassword(ctx, name, pw)
 	cancel()
 	if err != nil {
 		l.name = name
+		if !errors.Is(err, directory.ErrUnavailable) {
+			l.g.throttle.Failure(key, src)
+		}
 		l.auditAuth(method, nil, "fail", directory.Reason(err))
 		return nil, errAuth
 	}
+	l.g.throttle.Success(key, src)
 	// The password proved the identity: take it as this connection's user.
 	if typed != l.typed {
 		l.reset()

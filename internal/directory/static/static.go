@@ -174,18 +174,22 @@ func (d *Directory) Lookup(_ context.Context, name string) (directory.Identity, 
 }
 
 // dummyHash is compared against when the user is unknown, so a password
-// attempt costs the same whether or not the user exists.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("frontdoor-timing-equaliser"), bcrypt.DefaultCost)
+// attempt costs about the same whether or not the user exists. Made on first
+// use, not at start-up.
+var dummyHash = sync.OnceValue(func() []byte {
+	h, _ := bcrypt.GenerateFromPassword([]byte("frontdoor-timing-equaliser"), bcrypt.DefaultCost)
+	return h
+})
 
 // VerifyPassword implements directory.Directory.
 func (d *Directory) VerifyPassword(_ context.Context, name, password string) (directory.Identity, error) {
 	e, err := d.lookup(name)
 	if err != nil {
-		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		_ = bcrypt.CompareHashAndPassword(dummyHash(), []byte(password))
 		return directory.Identity{}, err
 	}
 	if password == "" || e.hash == "" {
-		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		_ = bcrypt.CompareHashAndPassword(dummyHash(), []byte(password))
 		return directory.Identity{}, &directory.Error{Kind: directory.ErrBadPassword, Reason: "bad password"}
 	}
 	if !checkHash(e.hash, password) {

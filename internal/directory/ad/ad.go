@@ -1,0 +1,451 @@
+// Package ad is the Active Directory identity source.
+//
+// A service account searches the directory over pooled, health-checked LDAPS
+// (or StartTLS) connections; each password is checked by a bind as the user's
+// DN on its own short-lived connection. Several domain controllers are tried
+// in order, each costing at most Config.Timeout. Identities are cached for
+// Config.CacheTTL; when no DC answers the directory goes offline like SSSD:
+// public-key logins are served from the cache for Config.OfflineMaxAge,
+// password logins are refused unless Config.CachePasswords is on, and a
+// background loop reconnects with exponential backoff.
+//
+// Group names in Identity.Groups are sAMAccountNames lower-cased, like
+// Identity.Name, so policies can compare them without caring about case.
+// Membership through the member attribute is resolved with
+// LDAP_MATCHING_RULE_IN_CHAIN (nested groups included); the primary group
+// (primaryGroupID, usually "domain users") is added, but groups the primary
+// group itself is a member of are not.
+package ad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alexedwards/argon2id"
+	"github.com/go-ldap/ldap/v3"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+)
+
+// maxPassword bounds what is sent to AD (and hashed); longer is refused.
+const maxPassword = 1024
+
+// passwordHashParams are argon2id parameters for the offline password cache
+// (OWASP's minimum: 19 MiB, 2 passes, 1 lane): slow for an attacker who steals
+// the memory image, ~20 ms for a login.
+var passwordHashParams = &argon2id.Params{Memory: 19 * 1024, Iterations: 2, Parallelism: 1, SaltLength: 16, KeyLength: 32}
+
+// Directory is the AD identity source; it implements directory.Directory.
+type Directory struct {
+	cfg   Config
+	log   *slog.Logger
+	now   func() time.Time
+	dcs   *dcs
+	cache *cache
+	attrs []string
+
+	quit   chan struct{}
+	ctx    context.Context // canceled by Close: aborts reconnect attempts
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// mu protects the following.
+	mu           sync.Mutex
+	offline      bool
+	offlineSince time.Time
+	probing      bool
+	closed       bool
+}
+
+var _ directory.Directory = (*Directory)(nil)
+
+// New validates cfg (after Defaults) and returns a Directory. It does not
+// contact AD: a gateway starting during an outage comes up offline on its
+// first lookup. Use Ping to check the configuration at start-up.
+func New(cfg Config, logger *slog.Logger) (*Directory, error) {
+	cfg = cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	pw, err := cfg.bindPassword()
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	d := &Directory{
+		cfg:   cfg,
+		log:   logger,
+		now:   time.Now,
+		cache: newCache(cfg.MaxCacheEntries),
+		quit:  make(chan struct{}),
+		attrs: []string{"sAMAccountName", "userPrincipalName", "userAccountControl",
+			"msDS-User-Account-Control-Computed", "accountExpires", "uidNumber", "gidNumber", "objectSid", "primaryGroupID",
+			cfg.KeyAttribute},
+	}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	d.dcs, err = newDCs(cfg, pw, logger, func() time.Time { return d.now() })
+	if err != nil {
+		d.cancel()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Ping connects and binds as the service account (and reads the rootDSE).
+func (d *Directory) Ping(ctx context.Context) error {
+	return d.dcs.do(ctx, func(c *ldap.Conn) error { return ping(c, d.dcs.budget(ctx)) })
+}
+
+// Offline reports whether the directory is serving from its cache because no
+// DC answered.
+func (d *Directory) Offline() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.offline
+}
+
+// Lookup returns the identity of an account that may log in; see
+// directory.Directory.
+func (d *Directory) Lookup(ctx context.Context, name string) (directory.Identity, error) {
+	n, err := ParseName(name, d.cfg.Domain, d.cfg.UPNSuffixes)
+	if err != nil {
+		return directory.Identity{}, err
+	}
+	e, err := d.lookup(ctx, n)
+	if err != nil {
+		return directory.Identity{}, err
+	}
+	return e.id, nil
+}
+
+// lookup serves n from the cache while fresh, from AD otherwise, and from
+// the cache again (marked Cached) when AD is unreachable.
+func (d *Directory) lookup(ctx context.Context, n Name) (*entry, error) {
+	now := d.now()
+	if d.Offline() {
+		return d.fromCache(n, nil)
+	}
+	if e := d.cache.get(n); e != nil && now.Sub(e.id.FetchedAt) < d.cfg.CacheTTL {
+		if !e.expires.IsZero() && !now.Before(e.expires) {
+			d.cache.delete(e.id.Name)
+			return nil, &directory.Error{Kind: directory.ErrAccountDisabled, Reason: "ad: account expired"}
+		}
+		return e, nil
+	}
+	e, err := d.fetch(ctx, n)
+	switch {
+	case err == nil:
+		cp := *e // the cache owns e from now on; hand out a copy
+		cp.id = cloneIdentity(e.id)
+		d.cache.put(e, now.Add(-d.cfg.OfflineMaxAge))
+		return &cp, nil
+	case isOutage(err):
+		d.goOffline(err)
+		return d.fromCache(n, err)
+	case errors.Is(err, directory.ErrNoSuchUser):
+		if n.UPN == "" { // a UPN's prefix need not be the account name
+			d.cache.delete(n.Account)
+		}
+	case errors.Is(err, directory.ErrAccountDisabled):
+		if acct := accountOf(err); acct != "" {
+			d.cache.delete(acct)
+		}
+	}
+	return nil, err
+}
+
+// fromCache answers while offline: the cached identity, if young enough.
+func (d *Directory) fromCache(n Name, cause error) (*entry, error) {
+	e := d.cache.get(n)
+	if e == nil {
+		return nil, &directory.Error{Kind: directory.ErrUnavailable, Reason: "ad: offline, identity not cached", Err: cause}
+	}
+	now := d.now()
+	if now.Sub(e.id.FetchedAt) > d.cfg.OfflineMaxAge {
+		return nil, &directory.Error{Kind: directory.ErrUnavailable, Reason: "ad: offline, cached identity older than offline_max_age", Err: cause}
+	}
+	if !e.expires.IsZero() && !now.Before(e.expires) {
+		return nil, &directory.Error{Kind: directory.ErrAccountDisabled, Reason: "ad: account expired"}
+	}
+	e.id.Cached = true
+	return e, nil
+}
+
+// accountError carries the account name of a refused account so the cache
+// entry can be dropped even when the user typed a UPN.
+type accountError struct {
+	err     *directory.Error
+	account string
+}
+
+func (e *accountError) Error() string { return e.err.Error() }
+func (e *accountError) Unwrap() error { return e.err }
+
+func accountOf(err error) string {
+	var ae *accountError
+	if errors.As(err, &ae) {
+		return ae.account
+	}
+	return ""
+}
+
+// fetch searches the user and its nested groups on one pooled connection.
+func (d *Directory) fetch(ctx context.Context, n Name) (*entry, error) {
+	esc := ldap.EscapeFilter(n.Account)
+	filter := "(&(objectCategory=person)(objectClass=user)(sAMAccountName=" + esc + "))"
+	if n.UPN != "" {
+		filter = "(&(objectCategory=person)(objectClass=user)(|(userPrincipalName=" + ldap.EscapeFilter(n.UPN) +
+			")(&(!(userPrincipalName=*))(sAMAccountName=" + esc + "))))"
+	}
+	var user *ldap.Entry
+	var groups []*ldap.Entry
+	err := d.dcs.do(ctx, func(c *ldap.Conn) error {
+		user, groups = nil, nil
+		tl := int(d.cfg.Timeout / time.Second)
+		res, err := c.Search(ldap.NewSearchRequest(d.cfg.BaseDN, ldap.ScopeWholeSubtree, ldap.NeverDerefAliases,
+			2, tl, false, filter, d.attrs, nil))
+		if err != nil && !ldap.IsErrorWithCode(err, ldap.LDAPResultSizeLimitExceeded) {
+			return err
+		}
+		if res == nil || len(res.Entries) == 0 {
+			return nil
+		}
+		if len(res.Entries) > 1 {
+			return &directory.Error{Kind: directory.ErrNoSuchUser, Reason: "ad: name matches several accounts"}
+		}
+		user = res.Entries[0]
+		gres, err := c.Search(ldap.NewSearchRequest(d.cfg.BaseDN, ldap.ScopeWholeSubtree, ldap.NeverDerefAliases,
+			0, tl, false, "(&(objectClass=group)(member:"+matchingRuleInChain+":="+ldap.EscapeFilter(user.DN)+"))",
+			[]string{"sAMAccountName"}, nil))
+		if err != nil {
+			return err
+		}
+		groups = gres.Entries
+		// The primary group (usually Domain Users) is linked by
+		// primaryGroupID, not member, so the in-chain search misses it.
+		if sid := primaryGroupSID(user.GetRawAttributeValue("objectSid"), user.GetAttributeValue("primaryGroupID")); sid != nil {
+			pres, err := c.Search(ldap.NewSearchRequest(d.cfg.BaseDN, ldap.ScopeWholeSubtree, ldap.NeverDerefAliases,
+				1, tl, false, "(&(objectClass=group)(objectSid="+escapeBytes(sid)+"))", []string{"sAMAccountName"}, nil))
+			if err != nil && !ldap.IsErrorWithCode(err, ldap.LDAPResultSizeLimitExceeded) {
+				return err
+			}
+			if pres != nil {
+				groups = append(groups, pres.Entries...)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		var de *directory.Error
+		if errors.As(err, &de) {
+			return nil, err
+		}
+		return nil, &directory.Error{Kind: directory.ErrUnavailable, Reason: "ad: search error", Err: err}
+	}
+	if user == nil {
+		return nil, &directory.Error{Kind: directory.ErrNoSuchUser, Reason: "ad: no such account"}
+	}
+	acct := strings.ToLower(user.GetAttributeValue("sAMAccountName"))
+	if err := accountState(user, d.now()); err != nil {
+		var de *directory.Error
+		errors.As(err, &de)
+		return nil, &accountError{err: de, account: acct}
+	}
+	names, dns := groupsOf(groups)
+	return &entry{
+		id: directory.Identity{
+			Name:      acct,
+			Groups:    names,
+			GroupDNs:  dns,
+			Keys:      parseKeys(user, d.cfg.KeyAttribute, d.log),
+			UID:       atoi(user.GetAttributeValue("uidNumber")),
+			GID:       atoi(user.GetAttributeValue("gidNumber")),
+			Source:    "ad",
+			FetchedAt: d.now(),
+		},
+		dn:      user.DN,
+		upn:     strings.ToLower(user.GetAttributeValue("userPrincipalName")),
+		expires: accountExpires(user),
+	}, nil
+}
+
+// VerifyPassword checks name's password with a bind as the user's DN; see
+// directory.Directory.
+func (d *Directory) VerifyPassword(ctx context.Context, name, password string) (directory.Identity, error) {
+	n, err := ParseName(name, d.cfg.Domain, d.cfg.UPNSuffixes)
+	if err != nil {
+		return directory.Identity{}, err
+	}
+	// AD treats a simple bind with an empty password as an anonymous bind,
+	// which succeeds: it must never reach the DC.
+	if password == "" {
+		return directory.Identity{}, &directory.Error{Kind: directory.ErrBadPassword, Reason: "ad: empty password"}
+	}
+	if len(password) > maxPassword {
+		return directory.Identity{}, &directory.Error{Kind: directory.ErrBadPassword, Reason: "ad: password too long"}
+	}
+	e, err := d.lookup(ctx, n)
+	if err != nil {
+		if isOutage(err) {
+			return d.passwordOffline(n, password, err)
+		}
+		return directory.Identity{}, err
+	}
+	if e.id.Cached {
+		return d.passwordOffline(n, password, nil)
+	}
+	err = d.bindUser(ctx, e.dn, password)
+	switch {
+	case err == nil:
+	case isOutage(err):
+		d.goOffline(err)
+		return d.passwordOffline(n, password, err)
+	case errors.Is(err, directory.ErrUnavailable):
+		return directory.Identity{}, err
+	case errors.Is(err, directory.ErrBadPassword):
+		d.cache.forgetPassword(e.id.Name)
+		return directory.Identity{}, err
+	default:
+		d.cache.delete(e.id.Name)
+		return directory.Identity{}, err
+	}
+	if d.cfg.CachePasswords {
+		if h, herr := argon2id.CreateHash(password, passwordHashParams); herr == nil {
+			d.cache.setPassword(e.id.Name, h, d.now())
+		}
+	}
+	return e.id, nil
+}
+
+// bindUser binds as dn on a fresh connection (never a pooled one: a bound
+// connection carries the user's identity), trying the next DC only when
+// the DC, not the password, failed.
+func (d *Directory) bindUser(ctx context.Context, dn, password string) error {
+	var last error
+	for attempt := 0; attempt < 2; attempt++ {
+		conn, i, err := d.dcs.dial(ctx, false, attempt > 0)
+		if err != nil {
+			return err
+		}
+		conn.SetTimeout(d.dcs.budget(ctx))
+		err = conn.Bind(dn, password)
+		go conn.Close()
+		if err == nil {
+			return nil
+		}
+		de, retry := classifyBind(err)
+		if !retry {
+			return de
+		}
+		d.dcs.markDown(i)
+		last = de
+	}
+	return last
+}
+
+// passwordOffline verifies against the cached hash, if the opt-in cache has
+// one young enough.
+func (d *Directory) passwordOffline(n Name, password string, cause error) (directory.Identity, error) {
+	if !d.cfg.CachePasswords {
+		return directory.Identity{}, &directory.Error{Kind: directory.ErrUnavailable, Reason: "ad: offline, password logins need a domain controller", Err: cause}
+	}
+	e, err := d.fromCache(n, cause)
+	if err != nil {
+		return directory.Identity{}, err
+	}
+	if e.pwHash == "" || d.now().Sub(e.pwAt) > d.cfg.PasswordCacheMaxAge {
+		return directory.Identity{}, &directory.Error{Kind: directory.ErrUnavailable, Reason: "ad: offline, no cached password", Err: cause}
+	}
+	ok, err := argon2id.ComparePasswordAndHash(password, e.pwHash)
+	if err != nil || !ok {
+		return directory.Identity{}, &directory.Error{Kind: directory.ErrBadPassword, Reason: "ad: offline, cached password mismatch"}
+	}
+	return e.id, nil
+}
+
+// goOffline switches to cache-only answers and starts the reconnect loop.
+func (d *Directory) goOffline(cause error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return
+	}
+	if !d.offline {
+		d.offline = true
+		d.offlineSince = d.now()
+		d.log.Warn("ad: no domain controller reachable, going offline", "reason", directory.Reason(cause), "err", cause)
+	}
+	if !d.probing {
+		d.probing = true
+		d.wg.Add(1)
+		go d.reconnect()
+	}
+}
+
+// reconnect retries the DCs with exponential backoff until one answers.
+func (d *Directory) reconnect() {
+	defer d.wg.Done()
+	wait := d.cfg.RetryMin
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-d.quit:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(d.ctx, time.Duration(len(d.cfg.URLs)+1)*d.cfg.Timeout)
+		d.dcs.drain()
+		err := d.Ping(ctx)
+		cancel()
+		if err == nil {
+			d.mu.Lock()
+			since := d.offlineSince
+			d.offline, d.probing = false, false
+			d.mu.Unlock()
+			d.log.Info("ad: domain controller reachable again, back online", "offline_for", d.now().Sub(since).Round(time.Second))
+			return
+		}
+		d.log.Debug("ad: still offline", "retry_in", wait, "err", err)
+		wait = min(2*wait, d.cfg.RetryMax)
+	}
+}
+
+// Close stops the reconnect loop and closes the pooled connections.
+func (d *Directory) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	d.mu.Unlock()
+	close(d.quit)
+	d.cancel()
+	d.wg.Wait()
+	d.dcs.close()
+	return nil
+}
+
+// String describes the directory for logs (no secrets).
+func (d *Directory) String() string {
+	return fmt.Sprintf("ad(%s, base %s)", strings.Join(d.cfg.URLs, " "), d.cfg.BaseDN)
+}
+
+// CanonicalName maps the forms a user may type (alice, HPC\alice,
+// alice@hpc.example.edu) to one key, for per-user throttling. Names that do
+// not parse are returned as typed (they never reach AD anyway).
+func (d *Directory) CanonicalName(typed string) string {
+	n, err := ParseName(typed, d.cfg.Domain, d.cfg.UPNSuffixes)
+	if err != nil {
+		return typed
+	}
+	return n.Account
+}

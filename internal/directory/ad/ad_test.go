@@ -1,0 +1,554 @@
+package ad
+
+// Integration tests against a real Samba AD DC, started once for the
+// package. They fail (never skip) when samba is missing: `make deps`.
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/test/harness/samba"
+)
+
+// dcAddr is this package's DC address; other packages use other ones.
+const dcAddr = "127.0.2.2"
+
+// testTimeout is the per-DC timeout. It is shorter than production's 5 s to
+// keep the outage tests quick, and long enough for a loaded 2-core machine.
+const testTimeout = 2 * time.Second
+
+// slack is what a bounded-time assertion allows on top of the timeouts: room
+// for a loaded machine, yet less than one more timeout, so paying a timeout
+// twice still fails.
+const slack = 1900 * time.Millisecond
+
+var (
+	dc    *samba.DC
+	users = map[string]samba.User{}
+	keys  = map[string]ssh.PublicKey{}
+)
+
+// Test accounts, all with password pw(name).
+func pw(name string) string { return "Pw-" + name + "-0k!" }
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "frontdoor-ad-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	dc, err = samba.Start(ctx, samba.Options{Dir: dir, Addr: dcAddr})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: cannot start the Samba AD DC these tests need (run `make deps`): %v\n", err)
+		if b, rerr := os.ReadFile(dir + "/samba.log"); rerr == nil {
+			os.Stderr.Write(tail(b, 4000))
+		}
+		return 1
+	}
+	defer dc.Close()
+	if err := populate(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: populating the DC: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "samba DC at %s ready in %v\n", dc.URL(), time.Since(start).Round(time.Millisecond))
+	return m.Run()
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// populate creates:
+//
+//	gpu-users ⊃ nlp-lab ⊃ alice      (nested)
+//	bob (disabled), carol (expired), dave (must change password),
+//	frank (UPN f.smith@…), locky (for lockout), erin (no keys)
+func populate(ctx context.Context) error {
+	steps := []func() error{
+		func() error { return dc.CreateGroup(ctx, "gpu-users") },
+		func() error { return dc.CreateGroup(ctx, "nlp-lab", "gpu-users") },
+		// Lockout after 5 bad passwords; tests give alice at most 2.
+		func() error { return dc.SetLockoutThreshold(ctx, 5, 30*time.Minute) },
+	}
+	for _, name := range []string{"alice", "bob", "carol", "dave", "frank", "locky", "erin"} {
+		name := name
+		steps = append(steps, func() error {
+			groups := []string{"nlp-lab"}
+			if name == "erin" {
+				groups = nil
+			}
+			u, err := dc.CreateUser(ctx, name, pw(name), groups...)
+			users[name] = u
+			if err != nil || name == "erin" {
+				return err
+			}
+			pub, _, err := ed25519.GenerateKey(rand.Reader)
+			if err != nil {
+				return err
+			}
+			k, err := ssh.NewPublicKey(pub)
+			if err != nil {
+				return err
+			}
+			keys[name] = k
+			return dc.SetSSHKey(ctx, name, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k)))+" "+name+"@laptop")
+		})
+	}
+	steps = append(steps,
+		func() error { return dc.Disable(ctx, "bob") },
+		func() error { return dc.Expire(ctx, "carol") },
+		func() error { return dc.ExpirePassword(ctx, "dave") },
+		func() error { return dc.SetAttribute(ctx, "frank", "userPrincipalName", "f.smith@hpc.example.edu") },
+	)
+	for _, s := range steps {
+		if err := s(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return testLoggerB()
+}
+
+func testLoggerB() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func baseConfig() Config {
+	return Config{
+		URLs:         []string{dc.URL()},
+		BaseDN:       dc.BaseDN(),
+		BindDN:       dc.AdminDN(),
+		BindPassword: dc.AdminPassword(),
+		CAFile:       dc.CAFile(),
+		Domain:       dc.Domain(),
+		Timeout:      testTimeout,
+		RetryMin:     100 * time.Millisecond,
+		RetryMax:     500 * time.Millisecond,
+	}
+}
+
+func newDir(t *testing.T, mut func(*Config)) *Directory {
+	t.Helper()
+	cfg := baseConfig()
+	if mut != nil {
+		mut(&cfg)
+	}
+	d, err := New(cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func wantErr(t *testing.T, err, kind error, reason string) {
+	t.Helper()
+	if !errors.Is(err, kind) {
+		t.Fatalf("err = %v, want %v", err, kind)
+	}
+	if reason != "" && directory.Reason(err) != reason {
+		t.Fatalf("reason = %q, want %q", directory.Reason(err), reason)
+	}
+}
+
+func hasKey(id directory.Identity, k ssh.PublicKey) bool {
+	for _, got := range id.Keys {
+		if string(got.Marshal()) == string(k.Marshal()) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestPasswordLogin(t *testing.T) {
+	d := newDir(t, nil)
+	start := time.Now()
+	id, err := d.VerifyPassword(ctxT(t), "alice", pw("alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cold password login: %v", time.Since(start))
+	if id.Name != "alice" || id.Source != "ad" || id.Cached || id.UID != users["alice"].UID || id.GID != samba.GID {
+		t.Errorf("identity %+v", id)
+	}
+	// Nested: alice is a direct member of nlp-lab only; domain users is her
+	// primary group.
+	if strings.Join(id.Groups, ",") != "domain users,gpu-users,nlp-lab" {
+		t.Errorf("groups = %v", id.Groups)
+	}
+	if len(id.GroupDNs) != 3 || !strings.HasPrefix(id.GroupDNs[1], "CN=gpu-users,") {
+		t.Errorf("group DNs = %v", id.GroupDNs)
+	}
+	if !hasKey(id, keys["alice"]) {
+		t.Error("alice's key missing")
+	}
+	start = time.Now()
+	if _, err := d.VerifyPassword(ctxT(t), "alice", pw("alice")); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("warm password login: %v", time.Since(start))
+}
+
+func TestWrongPassword(t *testing.T) {
+	d := newDir(t, nil)
+	_, err := d.VerifyPassword(ctxT(t), "alice", "not-her-password")
+	wantErr(t, err, directory.ErrBadPassword, "ad: 52e invalid credentials")
+	// The client-facing text of the error never needs the reason; the
+	// gateway shows a generic refusal. The reason is for the audit log.
+}
+
+func TestEmptyPassword(t *testing.T) {
+	d := newDir(t, nil)
+	for _, name := range []string{"alice", "bob", "nobody"} {
+		_, err := d.VerifyPassword(ctxT(t), name, "")
+		wantErr(t, err, directory.ErrBadPassword, "ad: empty password")
+	}
+}
+
+func TestNameForms(t *testing.T) {
+	d := newDir(t, nil)
+	for _, in := range []string{"alice", "ALICE", `HPC\alice`, `hpc\Alice`, "alice@hpc.example.edu", "Alice@HPC.EXAMPLE.EDU"} {
+		id, err := d.Lookup(ctxT(t), in)
+		if err != nil || id.Name != "alice" {
+			t.Errorf("Lookup(%q) = %q, %v", in, id.Name, err)
+		}
+		id, err = d.VerifyPassword(ctxT(t), in, pw("alice"))
+		if err != nil || id.Name != "alice" {
+			t.Errorf("VerifyPassword(%q) = %q, %v", in, id.Name, err)
+		}
+	}
+	// A UPN whose prefix is not the account name.
+	for _, in := range []string{"f.smith@hpc.example.edu", "frank"} {
+		id, err := d.VerifyPassword(ctxT(t), in, pw("frank"))
+		if err != nil || id.Name != "frank" {
+			t.Errorf("VerifyPassword(%q) = %q, %v", in, id.Name, err)
+		}
+	}
+	// frank has a UPN, so frank@… is not his.
+	_, err := d.Lookup(ctxT(t), "frank@hpc.example.edu")
+	wantErr(t, err, directory.ErrNoSuchUser, "")
+}
+
+func TestKeyAttributes(t *testing.T) {
+	for _, attr := range []string{KeySSHPublicKey, KeyAltSecurityIdentities} {
+		t.Run(attr, func(t *testing.T) {
+			d := newDir(t, func(c *Config) { c.KeyAttribute = attr })
+			id, err := d.Lookup(ctxT(t), "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(id.Keys) != 1 || !hasKey(id, keys["alice"]) {
+				t.Errorf("keys = %v", id.Keys)
+			}
+			id, err = d.Lookup(ctxT(t), "erin")
+			if err != nil || len(id.Keys) != 0 {
+				t.Errorf("erin: %v keys, %v", len(id.Keys), err)
+			}
+		})
+	}
+}
+
+func TestAccountStates(t *testing.T) {
+	d := newDir(t, nil)
+	tests := []struct {
+		user       string
+		lookup     string // reason for key logins (attributes)
+		bindReason string // reason AD gives on a bind with the right password
+	}{
+		{"bob", "ad: account disabled", "ad: 533 account disabled"},
+		{"carol", "ad: account expired", "ad: 701 account expired"},
+		{"dave", "ad: password expired or must be changed", "ad: 773 password must be changed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.user, func(t *testing.T) {
+			_, err := d.Lookup(ctxT(t), tc.user)
+			wantErr(t, err, directory.ErrAccountDisabled, tc.lookup)
+			_, err = d.VerifyPassword(ctxT(t), tc.user, pw(tc.user))
+			wantErr(t, err, directory.ErrAccountDisabled, tc.lookup)
+			// What AD itself says when the user binds.
+			err = d.bindUser(ctxT(t), users[tc.user].DN, pw(tc.user))
+			wantErr(t, err, directory.ErrAccountDisabled, tc.bindReason)
+		})
+	}
+}
+
+func TestLockout(t *testing.T) {
+	unlock := func() {
+		if err := dc.Unlock(context.Background(), "locky"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unlock() // -count=N runs this again
+	t.Cleanup(unlock)
+	d := newDir(t, nil)
+	if _, err := d.Lookup(ctxT(t), "locky"); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for i := 0; i < 5; i++ {
+		_, err = d.VerifyPassword(ctxT(t), "locky", "wrong-password")
+		wantErr(t, err, directory.ErrBadPassword, "ad: 52e invalid credentials")
+	}
+	err = d.bindUser(ctxT(t), users["locky"].DN, pw("locky"))
+	wantErr(t, err, directory.ErrAccountDisabled, "ad: 775 account locked out")
+	d2 := newDir(t, nil)
+	_, err = d2.Lookup(ctxT(t), "locky")
+	wantErr(t, err, directory.ErrAccountDisabled, "ad: account locked out")
+	// The cached identity of d was dropped too: an outage cannot serve it.
+	_, err = d.VerifyPassword(ctxT(t), "locky", pw("locky"))
+	wantErr(t, err, directory.ErrAccountDisabled, "")
+}
+
+func TestNoSuchUser(t *testing.T) {
+	d := newDir(t, nil)
+	_, err := d.Lookup(ctxT(t), "nobody")
+	wantErr(t, err, directory.ErrNoSuchUser, "ad: no such account")
+	_, err = d.VerifyPassword(ctxT(t), "nobody", "whatever-1")
+	wantErr(t, err, directory.ErrNoSuchUser, "")
+}
+
+// TestInjection: hostile names are refused before any LDAP traffic, so they
+// work even when the DC address is unreachable.
+func TestInjection(t *testing.T) {
+	d := newDir(t, nil)
+	for _, in := range injectionNames {
+		_, err := d.Lookup(ctxT(t), in)
+		wantErr(t, err, directory.ErrInvalidName, "")
+		_, err = d.VerifyPassword(ctxT(t), in, "x")
+		wantErr(t, err, directory.ErrInvalidName, "")
+	}
+	// And the escaping holds on its own: a raw filter metacharacter in an
+	// account that passed validation cannot exist, but a search for one
+	// built by fetch must match nothing rather than everything.
+	_, err := d.fetch(ctxT(t), Name{Account: "*"})
+	wantErr(t, err, directory.ErrNoSuchUser, "")
+	_, err = d.fetch(ctxT(t), Name{Account: "x)(sAMAccountName=*", UPN: "*)(|(x=*"})
+	wantErr(t, err, directory.ErrNoSuchUser, "")
+	// Overlong passwords are not sent.
+	_, err = d.VerifyPassword(ctxT(t), "alice", strings.Repeat("p", maxPassword+1))
+	wantErr(t, err, directory.ErrBadPassword, "ad: password too long")
+}
+
+func TestStartTLS(t *testing.T) {
+	d := newDir(t, func(c *Config) { c.URLs = []string{dc.LDAPURL()}; c.StartTLS = true })
+	if _, err := d.VerifyPassword(ctxT(t), "alice", pw("alice")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hangingDC accepts TCP connections and never answers: a DC that is up at
+// the kernel level but hung.
+func hangingDC(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return "ldaps://" + ln.Addr().String()
+}
+
+func TestFailover(t *testing.T) {
+	dead := "ldaps://127.0.2.254:636" // nothing listens there: refused
+	hang := hangingDC(t)
+	d := newDir(t, func(c *Config) {
+		c.URLs = []string{dead, hang, dc.URL()}
+		c.TLSServerName = dcAddr // the hanging "DC" never gets that far
+	})
+	start := time.Now()
+	id, err := d.Lookup(ctxT(t), "alice")
+	took := time.Since(start)
+	if err != nil || id.Cached {
+		t.Fatalf("Lookup: %+v, %v", id, err)
+	}
+	t.Logf("dead + hanging DC then the real one: %v (timeout %v)", took, testTimeout)
+	if took > testTimeout+slack {
+		t.Errorf("failover took %v, want about one timeout", took)
+	}
+	start = time.Now()
+	if _, err := d.VerifyPassword(ctxT(t), "alice", pw("alice")); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > testTimeout {
+		t.Errorf("password check after failover took %v: the answering DC should be preferred", took)
+	}
+}
+
+func waitOnline(t *testing.T, d *Directory, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for d.Offline() {
+		if time.Since(start) > within {
+			t.Fatalf("still offline after %v", within)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+	return time.Since(start)
+}
+
+// outage covers both ways a DC disappears.
+func TestOutage(t *testing.T) {
+	cases := []struct {
+		name           string
+		cachePasswords bool
+		down           func() error
+		up             func(ctx context.Context) error
+	}{
+		{"paused", false, dc.Pause, func(context.Context) error { return dc.Resume() }},
+		{"killed", true, func() error { dc.Kill(); return nil }, dc.Restart},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDir(t, func(c *Config) {
+				c.CachePasswords = tc.cachePasswords
+				c.CacheTTL = time.Millisecond // every lookup goes to the DC while it is up
+			})
+			ctx := ctxT(t)
+			if _, err := d.VerifyPassword(ctx, "alice", pw("alice")); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.down(); err != nil {
+				t.Fatal(err)
+			}
+			restored := false
+			defer func() {
+				if !restored {
+					_ = tc.up(context.Background())
+				}
+			}()
+
+			start := time.Now()
+			id, err := d.Lookup(ctx, "alice")
+			took := time.Since(start)
+			if err != nil || !id.Cached || !hasKey(id, keys["alice"]) {
+				t.Fatalf("key login while DC %s: %+v, %v", tc.name, id, err)
+			}
+			t.Logf("first lookup with DC %s: %v from cache (timeout %v)", tc.name, took, testTimeout)
+			if took > testTimeout+slack {
+				t.Errorf("took %v", took)
+			}
+			if !d.Offline() {
+				t.Error("not offline")
+			}
+			start = time.Now()
+			if _, err := d.Lookup(ctx, `HPC\alice`); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took > 200*time.Millisecond {
+				t.Errorf("offline lookup took %v", took)
+			}
+			_, err = d.Lookup(ctx, "erin") // never cached
+			wantErr(t, err, directory.ErrUnavailable, "ad: offline, identity not cached")
+
+			id, err = d.VerifyPassword(ctx, "alice", pw("alice"))
+			if tc.cachePasswords {
+				if err != nil || !id.Cached {
+					t.Errorf("cached password login: %+v, %v", id, err)
+				}
+				_, err = d.VerifyPassword(ctx, "alice", "wrong-password")
+				wantErr(t, err, directory.ErrBadPassword, "ad: offline, cached password mismatch")
+			} else {
+				wantErr(t, err, directory.ErrUnavailable, "ad: offline, password logins need a domain controller")
+			}
+
+			restored = true
+			if err := tc.up(ctx); err != nil {
+				t.Fatal(err)
+			}
+			took = waitOnline(t, d, 10*time.Second)
+			t.Logf("back online %v after the DC came back", took)
+			id, err = d.VerifyPassword(ctx, "alice", pw("alice"))
+			if err != nil || id.Cached {
+				t.Fatalf("after recovery: %+v, %v", id, err)
+			}
+			id, err = d.Lookup(ctx, "alice")
+			if err != nil || id.Cached {
+				t.Fatalf("after recovery: %+v, %v", id, err)
+			}
+		})
+	}
+}
+
+// TestOfflineMaxAge: cached identities stop working offline after
+// offline_max_age; cached passwords after password_cache_max_age.
+func TestOfflineMaxAge(t *testing.T) {
+	now := time.Now()
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	d := newDir(t, func(c *Config) {
+		c.CachePasswords = true
+		c.OfflineMaxAge = time.Hour
+		c.PasswordCacheMaxAge = 10 * time.Minute
+		c.RetryMin, c.RetryMax = time.Hour, time.Hour // stay offline
+	})
+	d.now = clock
+	ctx := ctxT(t)
+	if _, err := d.VerifyPassword(ctx, "alice", pw("alice")); err != nil {
+		t.Fatal(err)
+	}
+	d.goOffline(errors.New("test: simulated outage"))
+	advance(11 * time.Minute)
+	if _, err := d.Lookup(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.VerifyPassword(ctx, "alice", pw("alice"))
+	wantErr(t, err, directory.ErrUnavailable, "ad: offline, no cached password")
+	advance(time.Hour)
+	_, err = d.Lookup(ctx, "alice")
+	wantErr(t, err, directory.ErrUnavailable, "ad: offline, cached identity older than offline_max_age")
+}

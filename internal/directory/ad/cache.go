@@ -1,0 +1,140 @@
+package ad
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+)
+
+// entry is what the cache keeps about one account that may log in.
+type entry struct {
+	id      directory.Identity
+	dn      string
+	upn     string    // lower-case userPrincipalName, "" if none
+	expires time.Time // accountExpires; zero = never
+
+	// pwHash is an argon2id hash (salted, slow) of the last password AD
+	// accepted, kept only with cache_passwords; never the password.
+	pwHash string
+	pwAt   time.Time
+}
+
+// cache holds identities by lower-case sAMAccountName, with UPN aliases.
+type cache struct {
+	max int
+
+	// mu protects the following.
+	mu      sync.Mutex
+	entries map[string]*entry
+	upns    map[string]string // upn → account
+}
+
+func newCache(max int) *cache {
+	return &cache{max: max, entries: map[string]*entry{}, upns: map[string]string{}}
+}
+
+// get returns a copy of the entry for n, or nil.
+func (c *cache) get(n Name) *entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var e *entry
+	if n.UPN != "" {
+		if acct, ok := c.upns[n.UPN]; ok {
+			e = c.entries[acct]
+		} else if cand := c.entries[n.Account]; cand != nil && cand.upn == "" {
+			e = cand // same rule as the LDAP filter: no UPN, account name matches
+		}
+	} else {
+		e = c.entries[n.Account]
+	}
+	if e == nil {
+		return nil
+	}
+	cp := *e
+	cp.id = cloneIdentity(e.id)
+	return &cp
+}
+
+// put stores a fresh entry, keeping a password hash already cached for the
+// same DN (the password has not been shown wrong since).
+func (c *cache) put(e *entry, oldest time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	acct := e.id.Name
+	if old := c.entries[acct]; old != nil {
+		if old.dn == e.dn && e.pwHash == "" {
+			e.pwHash, e.pwAt = old.pwHash, old.pwAt
+		}
+		if old.upn != "" && old.upn != e.upn {
+			delete(c.upns, old.upn)
+		}
+	} else if len(c.entries) >= c.max {
+		c.evict(oldest)
+	}
+	c.entries[acct] = e
+	if e.upn != "" {
+		c.upns[e.upn] = acct
+	}
+}
+
+// evict drops entries fetched before oldest; if none is that old, an
+// arbitrary one. Called with mu held.
+func (c *cache) evict(oldest time.Time) {
+	n := 0
+	for acct, e := range c.entries {
+		if e.id.FetchedAt.Before(oldest) {
+			c.deleteLocked(acct)
+			n++
+		}
+	}
+	if n > 0 {
+		return
+	}
+	for acct := range c.entries {
+		c.deleteLocked(acct)
+		return
+	}
+}
+
+// setPassword records the hash of a password AD just accepted.
+func (c *cache) setPassword(acct, hash string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.entries[acct]; e != nil {
+		e.pwHash, e.pwAt = hash, at
+	}
+}
+
+// forgetPassword drops the password hash (AD said the password is wrong:
+// it was changed, so the old one must stop working offline).
+func (c *cache) forgetPassword(acct string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.entries[acct]; e != nil {
+		e.pwHash, e.pwAt = "", time.Time{}
+	}
+}
+
+// delete drops an account that no longer exists or may not log in, so an
+// outage cannot resurrect it from the cache.
+func (c *cache) delete(acct string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deleteLocked(acct)
+}
+
+func (c *cache) deleteLocked(acct string) {
+	if e := c.entries[acct]; e != nil && e.upn != "" {
+		delete(c.upns, e.upn)
+	}
+	delete(c.entries, acct)
+}
+
+func cloneIdentity(id directory.Identity) directory.Identity {
+	id.Groups = slices.Clone(id.Groups)
+	id.GroupDNs = slices.Clone(id.GroupDNs)
+	id.Keys = slices.Clone(id.Keys)
+	return id
+}

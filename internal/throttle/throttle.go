@@ -1,0 +1,216 @@
+// Package throttle limits authentication failures per user and per source
+// address, so that nobody can lock a researcher's AD account out through
+// frontdoor and password guessing gets slow quickly.
+//
+// Two mechanisms apply to each key (user, source):
+//
+//   - a sliding window: at most N failures within W; the next attempt is
+//     refused until the oldest of them leaves the window;
+//   - exponential backoff: after two consecutive failures, each further
+//     attempt waits BaseDelay, 2*BaseDelay, ... up to MaxDelay.
+//
+// AD locks an account after "lockout threshold" bad passwords within its
+// observation window ("reset account lockout counter after") and resets the
+// count on a successful logon. With UserFailures below the threshold and
+// UserWindow at least the observation window, frontdoor alone can never
+// trigger a lockout. Each gateway counts on its own: with G gateways set
+// UserFailures to at most (threshold-1)/G.
+//
+// The user key must be the normalised account name (for AD:
+// ad.ParseName(...).Account), or cycling between alice, HPC\alice and
+// alice@realm would multiply the allowance.
+package throttle
+
+import (
+	"sync"
+	"time"
+)
+
+// Config sets the limits. Zero fields take the defaults in brackets.
+type Config struct {
+	// UserFailures is the number of failures per user allowed within
+	// UserWindow [3]: keep it below AD's lockout threshold.
+	UserFailures int `yaml:"user_failures"`
+	// UserWindow is the per-user window [30m]: at least AD's lockout
+	// observation window.
+	UserWindow time.Duration `yaml:"user_window"`
+	// SourceFailures per source address within SourceWindow [20, 10m].
+	SourceFailures int           `yaml:"source_failures"`
+	SourceWindow   time.Duration `yaml:"source_window"`
+	// BaseDelay and MaxDelay shape the backoff after consecutive failures
+	// [1s, 1m].
+	BaseDelay time.Duration `yaml:"base_delay"`
+	MaxDelay  time.Duration `yaml:"max_delay"`
+	// MaxEntries bounds the number of tracked keys [100000].
+	MaxEntries int `yaml:"max_entries"`
+	// Now is the clock [time.Now]; tests inject their own.
+	Now func() time.Time `yaml:"-"`
+}
+
+// Defaults returns c with zero fields set.
+func (c Config) Defaults() Config {
+	if c.UserFailures <= 0 {
+		c.UserFailures = 3
+	}
+	if c.UserWindow <= 0 {
+		c.UserWindow = 30 * time.Minute
+	}
+	if c.SourceFailures <= 0 {
+		c.SourceFailures = 20
+	}
+	if c.SourceWindow <= 0 {
+		c.SourceWindow = 10 * time.Minute
+	}
+	if c.BaseDelay <= 0 {
+		c.BaseDelay = time.Second
+	}
+	if c.MaxDelay < c.BaseDelay {
+		c.MaxDelay = max(time.Minute, c.BaseDelay)
+	}
+	if c.MaxEntries <= 0 {
+		c.MaxEntries = 100000
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Throttle tracks failures. It is safe for concurrent use.
+type Throttle struct {
+	cfg Config
+
+	// mu protects the following.
+	mu      sync.Mutex
+	users   map[string]*state
+	sources map[string]*state
+}
+
+// state is the failure history of one key.
+type state struct {
+	fails       []time.Time // failures within the window, oldest first, at most limit
+	consecutive int         // failures since the last success
+	last        time.Time   // time of the last failure
+}
+
+// New returns a Throttle with cfg's limits (defaults applied).
+func New(cfg Config) *Throttle {
+	return &Throttle{cfg: cfg.Defaults(), users: map[string]*state{}, sources: map[string]*state{}}
+}
+
+// Check reports whether an attempt by user from src may proceed now. When
+// not, retryAfter says how long until it may. An empty user or src is not
+// checked (e.g. before the user name is known).
+func (t *Throttle) Check(user, src string) (retryAfter time.Duration, ok bool) {
+	now := t.cfg.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var wait time.Duration
+	if s := t.users[user]; user != "" && s != nil {
+		wait = max(wait, s.wait(now, t.cfg.UserFailures, t.cfg.UserWindow, t.cfg))
+	}
+	if s := t.sources[src]; src != "" && s != nil {
+		wait = max(wait, s.wait(now, t.cfg.SourceFailures, t.cfg.SourceWindow, t.cfg))
+	}
+	return wait, wait == 0
+}
+
+// Failure records a failed attempt (wrong password, unknown user).
+func (t *Throttle) Failure(user, src string) {
+	now := t.cfg.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if user != "" {
+		t.get(t.users, user, now, t.cfg.UserWindow).fail(now, t.cfg.UserFailures, t.cfg.UserWindow)
+	}
+	if src != "" {
+		t.get(t.sources, src, now, t.cfg.SourceWindow).fail(now, t.cfg.SourceFailures, t.cfg.SourceWindow)
+	}
+}
+
+// Success records a successful login: the user's failures are forgotten (as
+// AD resets badPwdCount), the source's backoff restarts but its window count
+// stays, so one valid account cannot launder guesses against others.
+func (t *Throttle) Success(user, src string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.users, user)
+	if s := t.sources[src]; s != nil {
+		s.consecutive = 0
+	}
+}
+
+// Len is the number of tracked keys (users + sources), for metrics.
+func (t *Throttle) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.users) + len(t.sources)
+}
+
+func (t *Throttle) get(m map[string]*state, key string, now time.Time, window time.Duration) *state {
+	if s := m[key]; s != nil {
+		return s
+	}
+	if len(m) >= t.cfg.MaxEntries {
+		t.prune(m, now, window)
+	}
+	s := &state{}
+	m[key] = s
+	return s
+}
+
+// prune drops keys that no longer restrict anything; if all still do, it
+// drops an arbitrary one (memory is bounded; an attacker flooding keys
+// loses its own history first on average).
+func (t *Throttle) prune(m map[string]*state, now time.Time, window time.Duration) {
+	for k, s := range m {
+		if now.Sub(s.last) >= max(window, t.cfg.MaxDelay) {
+			delete(m, k)
+		}
+	}
+	if len(m) < t.cfg.MaxEntries {
+		return
+	}
+	for k := range m {
+		delete(m, k)
+		return
+	}
+}
+
+func (s *state) fail(now time.Time, limit int, window time.Duration) {
+	s.expire(now, window)
+	s.fails = append(s.fails, now)
+	if len(s.fails) > limit {
+		s.fails = s.fails[len(s.fails)-limit:]
+	}
+	s.consecutive++
+	s.last = now
+}
+
+func (s *state) expire(now time.Time, window time.Duration) {
+	i := 0
+	for i < len(s.fails) && now.Sub(s.fails[i]) >= window {
+		i++
+	}
+	s.fails = s.fails[i:]
+}
+
+// wait is how long this key must still wait.
+func (s *state) wait(now time.Time, limit int, window time.Duration, cfg Config) time.Duration {
+	s.expire(now, window)
+	var w time.Duration
+	if len(s.fails) >= limit {
+		w = s.fails[0].Add(window).Sub(now)
+	}
+	if s.consecutive >= 2 {
+		delay := cfg.BaseDelay
+		for i := 2; i < s.consecutive && delay < cfg.MaxDelay; i++ {
+			delay *= 2
+		}
+		delay = min(delay, cfg.MaxDelay)
+		if until := s.last.Add(delay).Sub(now); until > w {
+			w = until
+		}
+	}
+	return max(w, 0)
+}

@@ -1,0 +1,192 @@
+package throttle
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time          { return c.t }
+func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+func newTest(cfg Config) (*Throttle, *clock) {
+	c := &clock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	cfg.Now = c.now
+	return New(cfg), c
+}
+
+// step is one action in a scenario: advance the clock, then act, then check.
+type step struct {
+	advance  time.Duration
+	act      string // "fail", "ok" or "" (only check)
+	user     string
+	src      string
+	wantOK   bool
+	wantWait time.Duration
+}
+
+func TestScenarios(t *testing.T) {
+	base := Config{UserFailures: 3, UserWindow: 30 * time.Minute, SourceFailures: 5, SourceWindow: 10 * time.Minute,
+		BaseDelay: time.Second, MaxDelay: 8 * time.Second}
+	tests := []struct {
+		name  string
+		cfg   Config
+		steps []step
+	}{
+		{"fresh key passes", base, []step{
+			{user: "alice", src: "10.0.0.1", wantOK: true},
+		}},
+		{"one failure no delay", base, []step{
+			{act: "fail", user: "alice", src: "s", wantOK: true},
+		}},
+		{"backoff after second consecutive failure", base, []step{
+			{act: "fail", user: "alice", src: "s", wantOK: true},
+			{act: "fail", user: "alice", src: "s", wantOK: false, wantWait: time.Second},
+			{advance: time.Second, user: "alice", src: "s", wantOK: true},
+		}},
+		{"user window caps failures below lockout", base, []step{
+			{act: "fail", user: "alice", src: "a", wantOK: true},
+			{advance: time.Minute, act: "fail", user: "alice", src: "b", wantOK: false, wantWait: time.Second},
+			{advance: time.Minute, act: "fail", user: "alice", src: "c", wantOK: false, wantWait: 28 * time.Minute},
+			// another source does not help: the limit is per user
+			{advance: 10 * time.Minute, user: "alice", src: "d", wantOK: false, wantWait: 18 * time.Minute},
+			{advance: 18 * time.Minute, user: "alice", src: "d", wantOK: true},
+		}},
+		{"success resets the user", base, []step{
+			{act: "fail", user: "alice", src: "a", wantOK: true},
+			{advance: time.Minute, act: "fail", user: "alice", src: "a", wantOK: false, wantWait: time.Second},
+			{advance: time.Minute, act: "ok", user: "alice", src: "a", wantOK: true},
+			{act: "fail", user: "alice", src: "a", wantOK: true},
+		}},
+		{"users are independent", base, []step{
+			{act: "fail", user: "alice", src: ""},
+			{act: "fail", user: "alice", src: ""},
+			{act: "fail", user: "alice", src: "", wantOK: false, wantWait: 30 * time.Minute},
+			{user: "bob", src: "", wantOK: true},
+		}},
+		{"source limit across users", base, []step{
+			{act: "fail", user: "u1", src: "evil", wantOK: true},
+			{advance: 10 * time.Second, act: "fail", user: "u2", src: "evil", wantOK: false, wantWait: time.Second},
+			{advance: 10 * time.Second, act: "fail", user: "u3", src: "evil", wantOK: false, wantWait: 2 * time.Second},
+			{advance: 10 * time.Second, act: "fail", user: "u4", src: "evil", wantOK: false, wantWait: 4 * time.Second},
+			{advance: 10 * time.Second, act: "fail", user: "u5", src: "evil", wantOK: false, wantWait: 10*time.Minute - 40*time.Second},
+			{user: "u6", src: "good", wantOK: true},
+		}},
+		{"success does not launder the source window", base, []step{
+			{act: "fail", user: "u1", src: "x"},
+			{act: "fail", user: "u2", src: "x"},
+			{act: "fail", user: "u3", src: "x"},
+			{act: "fail", user: "u4", src: "x"},
+			{act: "ok", user: "me", src: "x"},
+			{act: "fail", user: "u5", src: "x", wantOK: false, wantWait: 10 * time.Minute},
+		}},
+		{"backoff capped", base, []step{
+			{act: "fail", user: "", src: "s"},
+			{act: "fail", user: "", src: "s"},
+			{act: "fail", user: "", src: "s"},
+			{act: "fail", user: "", src: "s", wantOK: false, wantWait: 4 * time.Second},
+			{advance: 4 * time.Second, act: "fail", user: "", src: "s", wantOK: false, wantWait: 10*time.Minute - 4*time.Second},
+		}},
+		{"window expiry", base, []step{
+			{act: "fail", user: "alice", src: ""},
+			{act: "fail", user: "alice", src: ""},
+			{act: "fail", user: "alice", src: ""},
+			{advance: 30 * time.Minute, user: "alice", src: "", wantOK: false, wantWait: 0},
+		}},
+		{"empty keys never throttled", base, []step{
+			{act: "fail", user: "", src: ""},
+			{act: "fail", user: "", src: ""},
+			{user: "", src: "", wantOK: true},
+		}},
+	}
+	// "window expiry": after the window the count is gone but the
+	// consecutive backoff (capped at 8s) is long over too.
+	tests[9].steps[3].wantOK = true
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			th, c := newTest(tc.cfg)
+			for i, s := range tc.steps {
+				c.advance(s.advance)
+				switch s.act {
+				case "fail":
+					th.Failure(s.user, s.src)
+				case "ok":
+					th.Success(s.user, s.src)
+				}
+				if s.act != "" && !s.wantOK && s.wantWait == 0 {
+					continue // step only sets up state
+				}
+				wait, ok := th.Check(s.user, s.src)
+				if ok != s.wantOK || wait != s.wantWait {
+					t.Fatalf("step %d (%+v): Check = (%v, %v), want (%v, %v)", i, s, wait, ok, s.wantWait, s.wantOK)
+				}
+			}
+		})
+	}
+}
+
+// TestNeverReachesLockout drives an attacker who retries as soon as allowed
+// for a day and checks that no 30-minute window ever holds as many failures
+// for one user as AD's lockout threshold.
+func TestNeverReachesLockout(t *testing.T) {
+	const threshold = 5
+	th, c := newTest(Config{UserFailures: threshold - 1, UserWindow: 30 * time.Minute})
+	var fails []time.Time
+	end := c.t.Add(24 * time.Hour)
+	for c.t.Before(end) {
+		src := fmt.Sprintf("10.0.%d.%d", len(fails)/250, len(fails)%250) // a botnet: fresh source each time
+		if wait, ok := th.Check("alice", src); !ok {
+			c.advance(wait)
+			continue
+		}
+		th.Failure("alice", src)
+		fails = append(fails, c.t)
+		c.advance(time.Millisecond)
+	}
+	for i := range fails {
+		n := 0
+		for j := i; j < len(fails) && fails[j].Sub(fails[i]) < 30*time.Minute; j++ {
+			n++
+		}
+		if n >= threshold {
+			t.Fatalf("%d failures within 30m starting %v", n, fails[i])
+		}
+	}
+	if len(fails) < 24*2*(threshold-1)-1 {
+		t.Errorf("only %d attempts in a day: throttle stricter than needed", len(fails))
+	}
+}
+
+func TestMaxEntries(t *testing.T) {
+	th, c := newTest(Config{MaxEntries: 10})
+	for i := 0; i < 100; i++ {
+		th.Failure(fmt.Sprintf("u%d", i), fmt.Sprintf("s%d", i))
+		c.advance(time.Second)
+	}
+	if n := th.Len(); n > 20 {
+		t.Fatalf("tracked %d keys, want <= 20", n)
+	}
+}
+
+func TestConcurrent(t *testing.T) {
+	th := New(Config{})
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 1000; i++ {
+				u := fmt.Sprintf("u%d", i%7)
+				th.Check(u, "s")
+				th.Failure(u, "s")
+				if i%5 == 0 {
+					th.Success(u, "s")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
