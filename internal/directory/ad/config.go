@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
 )
 
 // Key attributes frontdoor can read SSH keys from.
@@ -229,7 +228,6 @@ func (cfg Config) Problems() []Problem {
 	sort.Slice(ps, func(i, j int) bool { return ps[i].Key < ps[j].Key })
 	return ps
 }
-
 
 // bindPassword returns the service account password.
 func (cfg Config) bindPassword() (string, error) {

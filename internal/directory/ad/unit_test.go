@@ -187,7 +187,6 @@ password_cache_max_age: 8h
 	}
 }
 
-
 func TestPrimaryGroupSID(t *testing.T) {
 	// S-1-5-21-1-2-3-1105
 	user := []byte{1, 5, 0, 0, 0, 0, 0, 5, 21, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0x51, 0x04, 0, 0}
