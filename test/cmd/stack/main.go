@@ -24,8 +24,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-ldap/ldap/v3"
+	"go.yaml.in/yaml/v3"
+
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
+	"github.com/frontdoor-hpc/frontdoor/test/harness/samba"
 )
 
 // Stack is stack.json. Fields may be added, never renamed.
@@ -105,12 +109,16 @@ func main() {
 	sshPort := flag.Int("ssh-port", 2222, "first gateway SSH port (next gateways: +1, ...)")
 	adminPort := flag.Int("admin-port", 9101, "first gateway admin port")
 	bin := flag.String("bin", "bin/frontdoor", "frontdoor binary")
+	dirKind := flag.String("directory", "ad", "identity source: ad (a Samba AD DC) or static (a users file)")
+	adAddr := flag.String("ad-addr", "127.0.2.1", "loopback address for the Samba AD DC")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx = withParent(ctx)
-	if err := run(ctx, log, *stateDir, *bin, *nodes, *gateways, *sshPort, *adminPort); err != nil {
+	o := options{stateDir: *stateDir, bin: *bin, nodes: *nodes, gateways: *gateways, sshPort: *sshPort,
+		adminPort: *adminPort, directory: *dirKind, adAddr: *adAddr}
+	if err := run(ctx, log, o); err != nil {
 		log.Error("stack failed", "err", err)
 		os.Exit(1)
 	}
@@ -128,7 +136,18 @@ func (s *stack) stop() {
 	}
 }
 
-func run(ctx context.Context, log *slog.Logger, stateDir, bin string, nNodes, nGateways, sshPort, adminPort int) error {
+type options struct {
+	stateDir, bin      string
+	nodes, gateways    int
+	sshPort, adminPort int
+	directory, adAddr  string
+}
+
+func run(ctx context.Context, log *slog.Logger, o options) error {
+	stateDir, bin, nNodes, nGateways, sshPort, adminPort := o.stateDir, o.bin, o.nodes, o.gateways, o.sshPort, o.adminPort
+	if o.directory != "ad" && o.directory != "static" {
+		return fmt.Errorf("unknown -directory %q (want ad or static)", o.directory)
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("the local stack needs root (it creates Unix users and starts sshd)")
 	}
@@ -179,6 +198,30 @@ func run(ctx context.Context, log *slog.Logger, stateDir, bin string, nNodes, nG
 		return err
 	}
 	out.Directory = DirectoryInfo{Kind: "static", File: usersFile}
+	var adSection map[string]any
+	if o.directory == "ad" {
+		dc, err := startAD(startCtx, filepath.Join(dir, "ad"), o.adAddr, users)
+		if err != nil {
+			return fmt.Errorf("samba AD: %w", err)
+		}
+		s.cleanup = append(s.cleanup, func() { dc.Close() })
+		pwFile := filepath.Join(dir, "ad", "svc-password")
+		if err := os.WriteFile(pwFile, []byte(svcPassword), 0o600); err != nil {
+			return err
+		}
+		adSection = map[string]any{
+			"urls":               []string{dc.URL()},
+			"ca_file":            dc.CAFile(),
+			"base_dn":            dc.BaseDN(),
+			"bind_dn":            svcUser + "@" + dc.UPNSuffix(),
+			"bind_password_file": pwFile,
+			"domain":             dc.Domain(),
+			"key_attribute":      "sshPublicKey",
+		}
+		out.Directory = DirectoryInfo{Kind: "ad", URL: dc.URL(), Realm: dc.Realm(), BaseDN: dc.BaseDN(),
+			CAFile: dc.CAFile(), AdminUser: dc.AdminUser(), AdminPassword: dc.AdminPassword()}
+		log.Info("Samba AD DC up", "url", dc.URL(), "realm", dc.Realm())
+	}
 
 	// Login nodes: sshd on 127.0.1.N, port 22 when free.
 	var entries []harness.NodeEntry
@@ -218,6 +261,11 @@ func run(ctx context.Context, log *slog.Logger, stateDir, bin string, nNodes, nG
 		if err != nil {
 			return err
 		}
+		if adSection != nil {
+			if err := setDirectory(cfg, map[string]any{"kind": "ad", "ad": adSection}); err != nil {
+				return err
+			}
+		}
 		logPath := filepath.Join(gdir, "gateway.log")
 		pid, err := s.startProcess(startCtx, logPath, sshAddr, bin, "gateway", "--config", cfg)
 		if err != nil {
@@ -239,6 +287,79 @@ func run(ctx context.Context, log *slog.Logger, stateDir, bin string, nNodes, nG
 	<-ctx.Done()
 	log.Info("stopping the stack")
 	return nil
+}
+
+// The AD service account the gateways search with.
+const (
+	svcUser     = "svc-frontdoor"
+	svcPassword = "Svc-Fr0ntd00r-Search1"
+)
+
+// startAD starts (or restarts, reusing dir) a Samba AD DC and makes sure the
+// stack's groups and users exist with the current passwords and keys. The
+// lab groups are nested in "researchers" to show nested membership.
+func startAD(ctx context.Context, dir, addr string, users []*harness.User) (*samba.DC, error) {
+	dc, err := samba.Start(ctx, samba.Options{Dir: dir, Addr: addr})
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*samba.DC, error) { dc.Close(); return nil, err }
+	if err := ignoreExists(dc.CreateGroup(ctx, "researchers")); err != nil {
+		return fail(err)
+	}
+	for _, g := range []string{"nlp-lab", "vision-lab"} {
+		if err := ignoreExists(dc.CreateGroup(ctx, g, "researchers")); err != nil {
+			return fail(err)
+		}
+	}
+	if err := ignoreExists(dc.CreateGroup(ctx, "students")); err != nil {
+		return fail(err)
+	}
+	if _, err := dc.CreateUser(ctx, svcUser, svcPassword); ignoreExists(err) != nil {
+		return fail(err)
+	}
+	for _, u := range users {
+		_, err := dc.CreateUser(ctx, u.Name, u.Password, u.Groups...)
+		if isExists(err) {
+			err = dc.SetPassword(ctx, u.Name, u.Password)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if err := dc.SetSSHKey(ctx, u.Name, u.AuthorizedKey()); err != nil {
+			return fail(err)
+		}
+	}
+	return dc, nil
+}
+
+func isExists(err error) bool {
+	var le *ldap.Error
+	return errors.As(err, &le) && le.ResultCode == ldap.LDAPResultEntryAlreadyExists
+}
+
+func ignoreExists(err error) error {
+	if isExists(err) {
+		return nil
+	}
+	return err
+}
+
+// setDirectory replaces the directory section of a gateway config file.
+func setDirectory(path string, section map[string]any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return err
+	}
+	doc["directory"] = section
+	if b, err = yaml.Marshal(doc); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
 }
 
 // startProcess starts a child, logging to logPath, and waits until it
