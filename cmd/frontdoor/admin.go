@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -14,6 +15,110 @@ import (
 
 func init() {
 	register("sessions", "list the live sessions of a gateway (admin API)", runSessions)
+	register("nodes", "show the login nodes' health as a gateway sees it (admin API)", runNodes)
+	register("explain", "explain how USER would be routed now (admin API)", runExplain)
+	register("drain", "drain NODE cluster-wide: no new sessions (admin API)", func(ctx context.Context, args []string) error {
+		return runDrain(ctx, "drain", args)
+	})
+	register("undrain", "take NODE out of an admin drain (admin API)", func(ctx context.Context, args []string) error {
+		return runDrain(ctx, "undrain", args)
+	})
+}
+
+func runNodes(ctx context.Context, args []string) error {
+	fs, addr, asJSON := adminFlags("nodes")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *asJSON {
+		return adminGet(ctx, *addr, "/v1/nodes", nil, os.Stdout)
+	}
+	var ns []struct {
+		Name           string    `json:"name"`
+		Pool           string    `json:"pool"`
+		Addr           string    `json:"addr"`
+		Alive          bool      `json:"alive"`
+		SSHDUp         bool      `json:"sshd_up"`
+		Draining       bool      `json:"draining"`
+		HealthAt       time.Time `json:"health_at"`
+		Sessions       int       `json:"sessions"`
+		Users          int       `json:"users"`
+		Load1          float64   `json:"load1"`
+		CPUs           int       `json:"cpus"`
+		MemAvailFrac   float64   `json:"mem_avail_frac"`
+		CPUPressure    float64   `json:"cpu_pressure"`
+		MemPressure    float64   `json:"mem_pressure"`
+		RecentlyRouted int       `json:"recently_routed"`
+		Score          float64   `json:"score"`
+		Here           int       `json:"sessions_here"`
+	}
+	if err := adminGet(ctx, *addr, "/v1/nodes", &ns, nil); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tPOOL\tADDR\tSTATE\tAGE\tLOAD1/CPUS\tMEM FREE\tPSI CPU/MEM\tSESSIONS\tUSERS\tSCORE")
+	for _, n := range ns {
+		state := "up"
+		switch {
+		case !n.Alive:
+			state = "dead"
+		case !n.SSHDUp:
+			state = "sshd-down"
+		case n.Draining:
+			state = "draining"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.2f/%d\t%.0f%%\t%.2f/%.2f\t%d (+%d)\t%d\t%.3f\n", n.Name, n.Pool, n.Addr, state,
+			time.Since(n.HealthAt).Round(100*time.Millisecond), n.Load1, n.CPUs, 100*n.MemAvailFrac,
+			n.CPUPressure, n.MemPressure, n.Sessions, n.RecentlyRouted, n.Users, n.Score)
+	}
+	return tw.Flush()
+}
+
+func runExplain(ctx context.Context, args []string) error {
+	fs, addr, _ := adminFlags("explain")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: frontdoor explain [--admin ADDR] USER[+NODE]", errUsage)
+	}
+	return adminGet(ctx, *addr, "/v1/explain?user="+url.QueryEscape(fs.Arg(0)), nil, os.Stdout)
+}
+
+func runDrain(ctx context.Context, verb string, args []string) error {
+	fs, addr, _ := adminFlags(verb)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: frontdoor %s [--admin ADDR] NODE", errUsage, verb)
+	}
+	by := os.Getenv("SUDO_USER")
+	if by == "" {
+		by = os.Getenv("USER")
+	}
+	q := url.Values{"node": {fs.Arg(0)}, "by": {by}}
+	return adminPost(ctx, *addr, "/v1/"+verb+"?"+q.Encode(), os.Stdout)
+}
+
+func adminPost(ctx context.Context, addr, path string, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("admin API: %w", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("admin API: %s: %s", resp.Status, b)
+	}
+	_, err = out.Write(b)
+	return err
 }
 
 // defaultAdmin is where the admin commands look for a gateway's admin API.

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/admin"
+	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
@@ -62,7 +63,15 @@ func runGateway(ctx context.Context, args []string) error {
 		return fmt.Errorf("directory: %w", err)
 	}
 	defer dir.Close()
-	gw, err := gateway.New(cfg, gateway.Options{Logger: log, Directory: dir})
+	var cl *cluster.Cluster
+	if cfg.ClusterEnabled() {
+		cl, err = cluster.Start(ctx, cfg.Cluster, cluster.Options{Role: cluster.RoleGateway, Logger: log.With("component", "cluster")})
+		if err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		defer cl.Close()
+	}
+	gw, err := gateway.New(cfg, gateway.Options{Logger: log, Directory: dir, Cluster: cl})
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,8 @@ import (
 type Source interface {
 	Sessions() any
 	Nodes() any
+	Explain(ctx context.Context, user string) (string, error)
+	Drain(node string, drain bool, by string) error
 }
 
 // Server is the admin HTTP server.
@@ -42,11 +44,39 @@ func New(src Source, reg *prometheus.Registry, log *slog.Logger) *Server {
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /v1/nodes", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, src.Nodes()) })
+	mux.HandleFunc("GET /v1/explain", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+		defer cancel()
+		out, err := src.Explain(ctx, r.URL.Query().Get("user"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte(out))
+	})
+	// Drains change routing cluster-wide: POST only, so a stray GET (a
+	// browser, a crawler) cannot drain a node.
+	mux.HandleFunc("POST /v1/drain", func(w http.ResponseWriter, r *http.Request) { drain(w, r, src, true) })
+	mux.HandleFunc("POST /v1/undrain", func(w http.ResponseWriter, r *http.Request) { drain(w, r, src, false) })
 	return &Server{
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 			WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second},
 		log: log,
 	}
+}
+
+func drain(w http.ResponseWriter, r *http.Request, src Source, on bool) {
+	node := r.URL.Query().Get("node")
+	by := r.URL.Query().Get("by")
+	if by == "" {
+		by = "admin-api"
+	}
+	if err := src.Drain(node, on, by); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	writeJSON(w, map[string]any{"node": node, "draining": on})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

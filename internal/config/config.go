@@ -18,8 +18,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
+	"github.com/frontdoor-hpc/frontdoor/internal/route"
 	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
 )
 
@@ -29,14 +31,19 @@ const DefaultPath = "/etc/frontdoor/gateway.yaml"
 // Config is the whole gateway configuration. Zero values mean "use the
 // default"; Load fills defaults in and validates.
 type Config struct {
-	Gateway   Gateway         `yaml:"gateway"`
-	Backend   Backend         `yaml:"backend"`
-	Directory Directory       `yaml:"directory"`
-	Nodes     []Node          `yaml:"nodes"`
-	Policy    policy.Config   `yaml:"policy"`
-	Throttle  throttle.Config `yaml:"throttle"`
-	Audit     Audit           `yaml:"audit"`
-	Log       Log             `yaml:"log"`
+	Gateway   Gateway   `yaml:"gateway"`
+	Backend   Backend   `yaml:"backend"`
+	Directory Directory `yaml:"directory"`
+	Nodes     []Node    `yaml:"nodes"`
+	// Cluster is the gossip membership (see internal/cluster). Without a
+	// cluster section the gateway routes over Nodes alone.
+	Cluster cluster.Config `yaml:"cluster"`
+	// Route tunes node choice: staleness, stickiness, score weights.
+	Route    route.Config    `yaml:"route"`
+	Policy   policy.Config   `yaml:"policy"`
+	Throttle throttle.Config `yaml:"throttle"`
+	Audit    Audit           `yaml:"audit"`
+	Log      Log             `yaml:"log"`
 
 	// path and lines remember where things were written, for error messages.
 	path  string
@@ -165,6 +172,9 @@ type Log struct {
 	Format string `yaml:"format"` // json | text
 }
 
+// ClusterEnabled reports whether the file has a cluster section: gossip on.
+func (c *Config) ClusterEnabled() bool { return c.lines["cluster"] > 0 }
+
 // Path returns the file the configuration was loaded from.
 func (c *Config) Path() string { return c.path }
 
@@ -181,7 +191,7 @@ func Load(path string) (*Config, error) {
 // Parse is Load on bytes already read; path is used for messages and for
 // resolving relative paths.
 func Parse(path string, data []byte) (*Config, error) {
-	c := &Config{path: path, lines: map[string]int{}}
+	c := &Config{path: path, lines: map[string]int{}, Cluster: cluster.DefaultConfig(), Route: route.DefaultConfig()}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -311,6 +321,9 @@ func (c *Config) setDefaults() {
 			c.Nodes[i].Pool = "default"
 		}
 	}
+	if c.lines["cluster.name"] == 0 {
+		c.Cluster.Name = g.Name
+	}
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
 	}
@@ -414,6 +427,16 @@ func (c *Config) validate() error {
 		if !ValidNodeName(n.Pool) {
 			add(c.Errorf(key+".pool", "%q is not a valid pool name", n.Pool))
 		}
+	}
+	if c.ClusterEnabled() {
+		if err := c.Cluster.Validate(); err != nil {
+			add(c.Errorf("cluster", "%v", err))
+		}
+	} else if len(c.Nodes) == 0 {
+		add(c.Errorf("nodes", "no login nodes: list them here or configure a cluster section for gossip"))
+	}
+	if err := c.Route.Validate(); err != nil {
+		add(c.Errorf("route", "%v", err))
 	}
 	for _, pe := range c.Policy.Validate() {
 		add(c.Errorf("policy."+pe.Key, "%s", pe.Msg))

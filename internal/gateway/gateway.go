@@ -20,9 +20,11 @@ import (
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/ca"
+	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/internal/proxy"
+	"github.com/frontdoor-hpc/frontdoor/internal/route"
 	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
 )
 
@@ -33,8 +35,11 @@ const ServerVersion = "SSH-2.0-frontdoor"
 type Options struct {
 	Logger    *slog.Logger
 	Directory directory.Directory // required
-	Router    Router              // default: the static node list of the config
-	Audit     *audit.Logger       // default: the audit file of the config
+	Router    Router              // default: built from the config and Cluster
+	// Cluster is the gossip membership, if the config has one: routing then
+	// follows the agents' health, and sessions and affinity are shared.
+	Cluster *cluster.Cluster
+	Audit   *audit.Logger // default: the audit file of the config
 }
 
 // Gateway is one frontdoor SSH server.
@@ -43,6 +48,7 @@ type Gateway struct {
 	log      *slog.Logger
 	dir      directory.Directory
 	router   Router
+	cluster  *cluster.Cluster // nil without gossip
 	audit    *audit.Logger
 	ownAudit bool
 	ca       *ca.CA
@@ -102,8 +108,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		listeners: map[net.Listener]struct{}{},
 	}
 	g.closing, g.closeCancel = context.WithCancel(context.Background())
+	g.cluster = opts.Cluster
 	if g.router == nil {
-		g.router = NewStaticRouter(cfg.Nodes)
+		g.router = NewRouter(cfg.Nodes, opts.Cluster, cfg.Route)
 	}
 	if g.audit == nil {
 		a, err := audit.Open(cfg.Audit.File, opts.Logger)
@@ -318,36 +325,91 @@ func (g *Gateway) relay(ctx context.Context, l *login, sconn *ssh.ServerConn, ch
 
 // NodeInfo is a login node as the admin API shows it.
 type NodeInfo struct {
-	Name     string `json:"name"`
-	Addr     string `json:"addr"`
-	Pool     string `json:"pool"`
-	Sessions int    `json:"sessions"` // through this gateway
+	Name           string    `json:"name"`
+	Pool           string    `json:"pool"`
+	Addr           string    `json:"addr"`
+	Alive          bool      `json:"alive"`
+	SSHDUp         bool      `json:"sshd_up"`
+	Draining       bool      `json:"draining"`
+	HealthAt       time.Time `json:"health_at"`
+	Sessions       int       `json:"sessions"` // on the node, any gateway (static: this gateway)
+	MaxSessions    int       `json:"max_sessions,omitempty"`
+	Users          int       `json:"users"`
+	Load1          float64   `json:"load1"`
+	CPUs           int       `json:"cpus"`
+	MemAvailFrac   float64   `json:"mem_avail_frac"`
+	CPUPressure    float64   `json:"cpu_pressure"`
+	MemPressure    float64   `json:"mem_pressure"`
+	RecentlyRouted int       `json:"recently_routed"`
+	Score          float64   `json:"score"`         // lower is better
+	Here           int       `json:"sessions_here"` // through this gateway
 }
 
-// Nodes lists the configured login nodes with this gateway's session counts.
+// Nodes is the gateway's current view of the login nodes.
 func (g *Gateway) Nodes() []NodeInfo {
 	g.mu.Lock()
-	count := map[string]int{}
+	here := map[string]int{}
 	for _, s := range g.sessions {
-		count[s.Node]++
+		here[s.Node]++
 	}
 	g.mu.Unlock()
-	out := make([]NodeInfo, 0, len(g.cfg.Nodes))
-	for _, n := range g.cfg.Nodes {
-		out = append(out, NodeInfo{Name: n.Name, Addr: n.Addr, Pool: n.Pool, Sessions: count[n.Name]})
+	var out []NodeInfo
+	for _, n := range g.router.Nodes() {
+		out = append(out, NodeInfo{Name: n.Name, Pool: n.Pool, Addr: n.Addr, Alive: n.Alive, SSHDUp: n.SSHDUp,
+			Draining: n.Draining, HealthAt: n.HealthAt, Sessions: n.Sessions, MaxSessions: n.MaxSessions, Users: n.Users,
+			Load1: n.Load1, CPUs: n.CPUs, MemAvailFrac: n.MemAvailFrac, CPUPressure: n.CPUPressure,
+			MemPressure: n.MemPressure, RecentlyRouted: n.RecentlyRouted, Score: route.Score(n, g.cfg.Route.Weights),
+			Here: here[n.Name]})
 	}
 	return out
 }
 
-// AdminSource adapts the gateway to the admin API.
-func (g *Gateway) AdminSource() interface {
-	Sessions() any
-	Nodes() any
-} {
-	return adminSource{g}
+// Explain shows how a login by typed ("alice", "alice+login2") would be
+// routed now: identity, policy rule, every node's candidacy and score.
+func (g *Gateway) Explain(ctx context.Context, typed string) (string, error) {
+	name, node, err := SplitUser(typed)
+	if err != nil {
+		return "", err
+	}
+	ident, err := g.dir.Lookup(ctx, name)
+	if err != nil {
+		return "", fmt.Errorf("user %s: %s", sanitize(name), directory.Reason(err))
+	}
+	d, err := g.cfg.Policy.Evaluate(ident.Name, ident.Groups)
+	if err != nil {
+		return fmt.Sprintf("user %s (groups %v): %v\n", ident.Name, ident.Groups, err), nil
+	}
+	dec, rerr := g.router.Explain(RouteRequest{User: ident.Name, Pools: d.Pools, Explicit: node})
+	head := fmt.Sprintf("user %s (groups %v): rule %q, pools %v\n", ident.Name, ident.Groups, d.Rule, d.Pools)
+	return head + route.Explain(ident.Name, dec, rerr), nil
 }
 
-type adminSource struct{ g *Gateway }
+// ErrNoCluster: the operation needs the gossip cluster.
+var ErrNoCluster = errors.New("this gateway has no gossip cluster (no cluster section in its config)")
 
-func (a adminSource) Sessions() any { return a.g.Sessions() }
-func (a adminSource) Nodes() any    { return a.g.Nodes() }
+// Drain sets or clears an admin drain of node, cluster-wide: no new
+// sessions go there; existing ones are untouched.
+func (g *Gateway) Drain(node string, drain bool, by string) error {
+	if g.cluster == nil {
+		return ErrNoCluster
+	}
+	if !config.ValidNodeName(node) {
+		return fmt.Errorf("invalid node name %q", node)
+	}
+	return g.cluster.Drain(node, drain, by)
+}
+
+// AdminSource adapts the gateway to the admin API.
+func (g *Gateway) AdminSource() AdminSource { return AdminSource{g} }
+
+// AdminSource is the gateway as the admin package sees it.
+type AdminSource struct{ g *Gateway }
+
+func (a AdminSource) Sessions() any { return a.g.Sessions() }
+func (a AdminSource) Nodes() any    { return a.g.Nodes() }
+func (a AdminSource) Explain(ctx context.Context, user string) (string, error) {
+	return a.g.Explain(ctx, user)
+}
+func (a AdminSource) Drain(node string, drain bool, by string) error {
+	return a.g.Drain(node, drain, by)
+}

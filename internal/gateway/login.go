@@ -209,7 +209,11 @@ func (l *login) decide() {
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
 	defer cancel()
-	targets, err := l.g.router.Route(ctx, RouteRequest{User: l.ident.Name, Pools: d.Pools, Explicit: l.node})
+	req := RouteRequest{User: l.ident.Name, Pools: d.Pools, Explicit: l.node}
+	if l.pre != nil {
+		req.Prefer = l.pre.target.Name
+	}
+	targets, err := l.g.router.Route(ctx, req)
 	if err != nil {
 		var re *RouteError
 		if !errors.As(err, &re) {

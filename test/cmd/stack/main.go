@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -16,11 +17,13 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -249,6 +252,20 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		log.Info("login node up", "node", name, "ssh", n.Addr(), "pool", pool)
 	}
 
+	// Gossip: every gateway and agent is a member, encrypted with a key kept
+	// in the state directory.
+	gossipKey, err := persistentKey(filepath.Join(dir, "gossip.key"))
+	if err != nil {
+		return err
+	}
+	var gossipPorts []int
+	var gossipAddrs []string
+	for i := 0; i < nGateways; i++ {
+		p := freePort("127.0.0.1")
+		gossipPorts = append(gossipPorts, p)
+		gossipAddrs = append(gossipAddrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+	}
+
 	// Gateways, as separate processes of the real binary.
 	var khLines string
 	for i := 1; i <= nGateways; i++ {
@@ -261,10 +278,15 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		if err != nil {
 			return err
 		}
+		patch := map[string]any{"cluster": map[string]any{
+			"name": name, "bind_addr": "127.0.0.1", "bind_port": gossipPorts[i-1],
+			"join": gossipAddrs[:i-1], "secret_keys": []string{gossipKey}, "label": "frontdoor-stack",
+		}}
 		if adSection != nil {
-			if err := setDirectory(cfg, map[string]any{"kind": "ad", "ad": adSection}); err != nil {
-				return err
-			}
+			patch["directory"] = map[string]any{"kind": "ad", "ad": adSection}
+		}
+		if err := patchConfig(cfg, patch); err != nil {
+			return err
 		}
 		logPath := filepath.Join(gdir, "gateway.log")
 		pid, err := s.startProcess(startCtx, logPath, sshAddr, bin, "gateway", "--config", cfg)
@@ -276,6 +298,65 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		khLines += harness.KnownHostsLine(sshAddr, keys.HostPublicKey) + "\n"
 		log.Info("gateway up", "gateway", name, "ssh", sshAddr, "admin", admin)
 	}
+	// Agents, one per node, with a metrics file each so that the nodes,
+	// which share this machine, can be given different loads.
+	for i, n := range out.Nodes {
+		ndir := filepath.Join(dir, "nodes", n.Name)
+		metrics := filepath.Join(ndir, "metrics.yaml")
+		if _, err := os.Stat(metrics); err != nil {
+			m := fmt.Sprintf("# Simulated health of %s; edit to move load around (read every probe).\nload1: %.2f\ncpus: 8\nmem_avail_frac: 0.8\n", n.Name, 0.5+float64(i)*0.25)
+			if err := os.WriteFile(metrics, []byte(m), 0o644); err != nil {
+				return err
+			}
+		}
+		acfg := map[string]any{
+			"node": n.Name, "pool": n.Pool, "ssh_addr": n.SSH, "metrics_file": metrics,
+			"drain_file": filepath.Join(ndir, "drain"), "interval": "2s", "probe_interval": "500ms",
+			"cluster": map[string]any{"bind_addr": "127.0.0.1", "bind_port": freePort("127.0.0.1"),
+				"join": gossipAddrs, "secret_keys": []string{gossipKey}, "label": "frontdoor-stack"},
+		}
+		b, err := yaml.Marshal(acfg)
+		if err != nil {
+			return err
+		}
+		apath := filepath.Join(ndir, "agent.yaml")
+		if err := os.WriteFile(apath, b, 0o600); err != nil {
+			return err
+		}
+		pid, err := s.startDaemon(filepath.Join(ndir, "agent.log"), bin, "agent", "--config", apath)
+		if err != nil {
+			return fmt.Errorf("agent %s: %w", n.Name, err)
+		}
+		out.Nodes[i].AgentPID = pid
+	}
+	// Ready when every gateway routes over every node's health.
+	for _, g := range out.Gateways {
+		err := harness.WaitFor(startCtx, 30*time.Second, func() error {
+			var nodes []struct {
+				Name   string `json:"name"`
+				Alive  bool   `json:"alive"`
+				SSHDUp bool   `json:"sshd_up"`
+			}
+			if err := getJSON(startCtx, "http://"+g.Admin+"/v1/nodes", &nodes); err != nil {
+				return err
+			}
+			up := 0
+			for _, n := range nodes {
+				if n.Alive && n.SSHDUp {
+					up++
+				}
+			}
+			if up < len(out.Nodes) {
+				return fmt.Errorf("gateway %s sees %d of %d nodes healthy", g.Name, up, len(out.Nodes))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	log.Info("agents up, every gateway sees every node")
+
 	out.KnownHosts = filepath.Join(dir, "known_hosts")
 	if err := os.WriteFile(out.KnownHosts, []byte(khLines), 0o644); err != nil {
 		return err
@@ -345,8 +426,8 @@ func ignoreExists(err error) error {
 	return err
 }
 
-// setDirectory replaces the directory section of a gateway config file.
-func setDirectory(path string, section map[string]any) error {
+// patchConfig replaces top-level sections of a gateway config file.
+func patchConfig(path string, sections map[string]any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -355,25 +436,32 @@ func setDirectory(path string, section map[string]any) error {
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return err
 	}
-	doc["directory"] = section
+	for k, v := range sections {
+		doc[k] = v
+	}
 	if b, err = yaml.Marshal(doc); err != nil {
 		return err
 	}
 	return os.WriteFile(path, b, 0o600)
 }
 
-// startProcess starts a child, logging to logPath, and waits until it
-// listens on addr. The child is stopped with SIGTERM at cleanup.
-func (s *stack) startProcess(ctx context.Context, logPath, addr string, name string, args ...string) (int, error) {
+// startDaemon starts a child logging to logPath; it is stopped with
+// SIGTERM (SIGKILL after 10 s) at cleanup.
+func (s *stack) startDaemon(logPath string, name string, args ...string) (int, error) {
+	_, pid, err := s.start(logPath, name, args...)
+	return pid, err
+}
+
+func (s *stack) start(logPath string, name string, args ...string) (<-chan struct{}, int, error) {
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	defer logf.Close()
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
@@ -386,6 +474,15 @@ func (s *stack) startProcess(ctx context.Context, logPath, addr string, name str
 			<-done
 		}
 	})
+	return done, cmd.Process.Pid, nil
+}
+
+// startProcess starts a daemon and waits until it listens on addr.
+func (s *stack) startProcess(ctx context.Context, logPath, addr string, name string, args ...string) (int, error) {
+	done, pid, err := s.start(logPath, name, args...)
+	if err != nil {
+		return 0, err
+	}
 	err = harness.WaitFor(ctx, 20*time.Second, func() error {
 		select {
 		case <-done:
@@ -398,7 +495,49 @@ func (s *stack) startProcess(ctx context.Context, logPath, addr string, name str
 		}
 		return c.Close()
 	})
-	return cmd.Process.Pid, err
+	return pid, err
+}
+
+func getJSON(ctx context.Context, url string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// persistentKey returns the base64 gossip key stored at path, creating it.
+func persistentKey(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return "", err
+	}
+	s := base64.StdEncoding.EncodeToString(k)
+	return s, os.WriteFile(path, []byte(s+"\n"), 0o600)
+}
+
+// freePort returns a port free on host now (for gossip, which needs its
+// address before it starts).
+func freePort(host string) int {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // withParent ends ctx when this process's parent goes away: a SIGINT or

@@ -1,0 +1,130 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
+)
+
+// DefaultConfigPath is where `frontdoor agent` looks without --config.
+const DefaultConfigPath = "/etc/frontdoor/agent.yaml"
+
+// Config is the agent's YAML configuration.
+type Config struct {
+	// Node is the login node's name as users and routing know it
+	// (alice+NODE). It is also the agent's cluster member name, so
+	// cluster.name is ignored. Default: the host name.
+	Node string `yaml:"node"`
+	// Pool is the pool the node belongs to (policy rules grant pools).
+	Pool string `yaml:"pool"`
+	// SSHAddr is the node's sshd as gateways dial it, host:port.
+	SSHAddr string `yaml:"ssh_addr"`
+	// ProbeAddr is where the agent checks for an SSH banner; default
+	// SSHAddr. Its port also selects the TCP connections counted as
+	// sessions.
+	ProbeAddr string `yaml:"probe_addr"`
+	// MaxSessions caps live sessions on the node; 0 means no cap.
+	MaxSessions int `yaml:"max_sessions"`
+
+	// Interval is how often health is published even without change.
+	Interval time.Duration `yaml:"interval"`
+	// ProbeInterval is how often the agent measures, probes sshd and checks
+	// the drain file; a significant change is published at once.
+	ProbeInterval time.Duration `yaml:"probe_interval"`
+	// ProbeTimeout bounds the sshd banner check.
+	ProbeTimeout time.Duration `yaml:"probe_timeout"`
+
+	// DrainFile marks the node draining while it exists
+	// (`frontdoor agent drain` creates it).
+	DrainFile string `yaml:"drain_file"`
+	// MetricsFile, if set, replaces /proc measurements with numbers read
+	// from this YAML/JSON file (see FileSource): the local stack gives each
+	// simulated node on one machine its own load this way.
+	MetricsFile string `yaml:"metrics_file"`
+	// ProcRoot is where /proc is mounted (tests point it elsewhere).
+	ProcRoot string `yaml:"proc_root"`
+
+	Cluster cluster.Config `yaml:"cluster"`
+}
+
+// DefaultConfig returns the defaults for every field.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	return Config{
+		Node:          host,
+		Pool:          "default",
+		SSHAddr:       net.JoinHostPort(host, "22"),
+		Interval:      5 * time.Second,
+		ProbeInterval: time.Second,
+		ProbeTimeout:  2 * time.Second,
+		DrainFile:     "/var/lib/frontdoor/drain",
+		ProcRoot:      "/proc",
+		Cluster:       cluster.DefaultConfig(),
+	}
+}
+
+// LoadConfig reads a YAML file over DefaultConfig; unknown keys are errors.
+func LoadConfig(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("agent config: %w", err)
+	}
+	cfg := DefaultConfig()
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil {
+		return Config{}, fmt.Errorf("agent config %s: %w", path, err)
+	}
+	cfg.normalize()
+	if err := cfg.Validate(); err != nil {
+		return Config{}, fmt.Errorf("agent config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// normalize fills derived fields.
+func (c *Config) normalize() {
+	c.Cluster.Name = c.Node
+	if c.ProbeAddr == "" {
+		c.ProbeAddr = c.SSHAddr
+	}
+}
+
+// Validate reports a configuration the agent cannot run with.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Node == "" {
+		errs = append(errs, errors.New("node: must be set"))
+	}
+	if c.Pool == "" {
+		errs = append(errs, errors.New("pool: must be set"))
+	}
+	if _, _, err := net.SplitHostPort(c.SSHAddr); err != nil {
+		errs = append(errs, fmt.Errorf("ssh_addr: %w", err))
+	}
+	if c.ProbeAddr != "" {
+		if _, _, err := net.SplitHostPort(c.ProbeAddr); err != nil {
+			errs = append(errs, fmt.Errorf("probe_addr: %w", err))
+		}
+	}
+	if c.MaxSessions < 0 {
+		errs = append(errs, errors.New("max_sessions: must not be negative"))
+	}
+	if c.Interval <= 0 || c.ProbeInterval <= 0 || c.ProbeTimeout <= 0 {
+		errs = append(errs, errors.New("interval, probe_interval, probe_timeout: must be positive"))
+	}
+	if c.DrainFile == "" {
+		errs = append(errs, errors.New("drain_file: must be set"))
+	}
+	if err := c.Cluster.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,309 @@
+package cluster
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/route"
+)
+
+// Health is what an agent publishes about its login node.
+type Health struct {
+	Pool        string    `json:"p"`
+	Addr        string    `json:"a"` // sshd host:port gateways dial
+	SSHDUp      bool      `json:"up"`
+	Draining    bool      `json:"dr,omitempty"`
+	At          time.Time `json:"t"` // when measured
+	Sessions    int       `json:"s"`
+	Users       int       `json:"u"`
+	MaxSessions int       `json:"max,omitempty"`
+
+	Load1        float64 `json:"l1"`
+	Load5        float64 `json:"l5"`
+	Load15       float64 `json:"l15"`
+	CPUs         int     `json:"c"`
+	CPUUtil      float64 `json:"cu"` // 0..1 over the last interval
+	MemAvailFrac float64 `json:"m"`
+	HasPSI       bool    `json:"psi,omitempty"`
+	CPUPressure  float64 `json:"cp"` // PSI some avg10, 0..1
+	MemPressure  float64 `json:"mp"`
+}
+
+// PublishHealth gossips this member's health (agents). The member name is
+// the node name.
+func (c *Cluster) PublishHealth(h Health) error {
+	return c.write(kindHealth+"/"+c.cfg.Name, h)
+}
+
+// StartSession records a live session of user on node through this gateway
+// and refreshes the user's affinity. Call the returned func (once; extra
+// calls are ignored) when the session ends.
+func (c *Cluster) StartSession(user, node string) (end func()) {
+	c.addSession(user, node, +1)
+	var once sync.Once
+	return func() { once.Do(func() { c.addSession(user, node, -1) }) }
+}
+
+func (c *Cluster) addSession(user, node string, delta int) {
+	key := kindSession + "/" + c.cfg.Name + "/" + node + "/" + user
+	now := c.now()
+	c.mu.Lock()
+	var v sessionVal
+	if e := c.st.entries[key]; e != nil && !e.Del {
+		_ = json.Unmarshal(e.Val, &v) // our own encoding
+	}
+	v.N = max(v.N+delta, 0)
+	var val any = v
+	if v.N == 0 {
+		val = nil
+	}
+	se, err1 := c.st.put(key, val, now)
+	ae, err2 := c.st.put(kindAffinity+"/"+user, affinityVal{Node: node, Seen: now}, now)
+	c.mu.Unlock()
+	if err1 == nil {
+		c.broadcast(se)
+	}
+	if err2 == nil {
+		c.broadcast(ae)
+	}
+}
+
+// NoteRouted counts a login this gateway just sent to node. Every gateway
+// adds it to route.Node.RecentlyRouted until the node's agent publishes a
+// measurement taken after it (which then counts the session itself), or
+// RoutedWindow passes.
+func (c *Cluster) NoteRouted(node string) {
+	now := c.now()
+	c.mu.Lock()
+	ts := append(c.routed[node], now)
+	for len(ts) > 0 && (now.Sub(ts[0]) > c.cfg.RoutedWindow || len(ts) > maxRouted) {
+		ts = ts[1:]
+	}
+	c.routed[node] = ts
+	v := routedVal{Base: ts[0].UnixMilli(), D: make([]int64, len(ts))}
+	for i, t := range ts {
+		v.D[i] = t.UnixMilli() - v.Base
+	}
+	c.mu.Unlock()
+	if err := c.write(kindRouted+"/"+c.cfg.Name+"/"+node, v); err != nil {
+		c.log.Error("cluster: publish routed", "node", node, "err", err)
+	}
+}
+
+// Drain sets or clears an admin drain of node, cluster-wide.
+func (c *Cluster) Drain(node string, draining bool, by string) error {
+	return c.write(kindDrain+"/"+node, drainVal{Draining: draining, By: by})
+}
+
+// Ban bans key (a user name or source address; the caller picks the
+// namespace, e.g. "user:alice", "addr:192.0.2.1") until until, cluster-wide.
+func (c *Cluster) Ban(key string, until time.Time, reason string) error {
+	return c.write(kindBan+"/"+key, banVal{Until: until, Reason: reason})
+}
+
+// Unban lifts a ban.
+func (c *Cluster) Unban(key string) error {
+	return c.write(kindBan+"/"+key, nil)
+}
+
+// Banned reports whether key is banned now, and until when.
+func (c *Cluster) Banned(key string) (until time.Time, ok bool) {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.st.entries[kindBan+"/"+key]
+	if e == nil || e.Del {
+		return time.Time{}, false
+	}
+	var v banVal
+	if json.Unmarshal(e.Val, &v) != nil || !now.Before(v.Until) {
+		return time.Time{}, false
+	}
+	return v.Until, true
+}
+
+// Affinity returns where user's sessions are or last were, for
+// route.Request.Affinity; nil if the cluster knows nothing of the user.
+// The node with most live sessions wins; without live sessions, the node
+// of the last session start or end.
+func (c *Cluster) Affinity(user string) *route.Affinity {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	live := map[string]int{}
+	for k, e := range c.st.entries {
+		if e.Del || !strings.HasPrefix(k, kindSession+"/") {
+			continue
+		}
+		gw, node, u, ok := splitSessionKey(k)
+		if !ok || u != user || !c.ownerAlive(gw) {
+			continue
+		}
+		var v sessionVal
+		if json.Unmarshal(e.Val, &v) == nil {
+			live[node] += v.N
+		}
+	}
+	var a route.Affinity
+	if e := c.st.entries[kindAffinity+"/"+user]; e != nil && !e.Del {
+		var v affinityVal
+		if json.Unmarshal(e.Val, &v) == nil {
+			a.Node, a.LastSeen = v.Node, v.Seen
+		}
+	}
+	if len(live) > 0 {
+		best := ""
+		for n, k := range live {
+			if best == "" || k > live[best] || (k == live[best] && n < best) {
+				best = n
+			}
+		}
+		if best != a.Node {
+			a.LastSeen = time.Time{}
+		}
+		a.Node, a.Live = best, live[best]
+	}
+	if a.Node == "" {
+		return nil
+	}
+	return &a
+}
+
+// Nodes returns the login nodes known from agents' health, combined with
+// membership, admin drains and recent routing decisions, sorted by name:
+// the input of route.Decide. Sessions and Users are the agent's counts
+// (every SSH connection to the node, through any gateway or none);
+// RecentlyRouted covers logins routed since that measurement.
+func (c *Cluster) Nodes() []route.Node {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	routed := map[string][]int64{}
+	drained := map[string]bool{}
+	type hv struct {
+		h    Health
+		recv time.Time
+	}
+	health := map[string]hv{}
+	for k, e := range c.st.entries {
+		if e.Del {
+			continue
+		}
+		kind, rest, _ := strings.Cut(k, "/")
+		switch kind {
+		case kindHealth:
+			var h Health
+			if json.Unmarshal(e.Val, &h) == nil {
+				health[rest] = hv{h, e.recv}
+			}
+		case kindRouted:
+			gw, node, _ := strings.Cut(rest, "/")
+			var v routedVal
+			if c.ownerAlive(gw) && json.Unmarshal(e.Val, &v) == nil {
+				for _, d := range v.D {
+					routed[node] = append(routed[node], v.Base+d)
+				}
+			}
+		case kindDrain:
+			var v drainVal
+			if json.Unmarshal(e.Val, &v) == nil && v.Draining {
+				drained[rest] = true
+			}
+		}
+	}
+	out := make([]route.Node, 0, len(health))
+	for name, x := range health {
+		h := x.h
+		at := h.At
+		if x.recv.Before(at) {
+			at = x.recv // never trust a clock ahead of ours
+		}
+		_, alive := c.alive[name]
+		// Logins routed after the measurement are not in h.Sessions yet.
+		since := max(at.UnixMilli(), now.Add(-c.cfg.RoutedWindow).UnixMilli())
+		recent := 0
+		for _, t := range routed[name] {
+			if t >= since {
+				recent++
+			}
+		}
+		out = append(out, route.Node{
+			Name:           name,
+			Pool:           h.Pool,
+			Addr:           h.Addr,
+			Alive:          alive,
+			SSHDUp:         h.SSHDUp,
+			Draining:       h.Draining || drained[name],
+			HealthAt:       at,
+			Sessions:       h.Sessions,
+			MaxSessions:    h.MaxSessions,
+			Users:          h.Users,
+			Load1:          h.Load1,
+			CPUs:           h.CPUs,
+			MemAvailFrac:   h.MemAvailFrac,
+			CPUPressure:    h.CPUPressure,
+			MemPressure:    h.MemPressure,
+			RecentlyRouted: recent,
+		})
+	}
+	slices.SortFunc(out, func(a, b route.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Session is one gateway's live sessions of a user on a node.
+type Session struct {
+	Gateway, Node, User string
+	N                   int
+}
+
+// Sessions lists the live sessions of every live gateway, for
+// `frontdoor sessions`, sorted by user, node, gateway.
+func (c *Cluster) Sessions() []Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Session
+	for k, e := range c.st.entries {
+		if e.Del || !strings.HasPrefix(k, kindSession+"/") {
+			continue
+		}
+		gw, node, user, ok := splitSessionKey(k)
+		var v sessionVal
+		if ok && c.ownerAlive(gw) && json.Unmarshal(e.Val, &v) == nil && v.N > 0 {
+			out = append(out, Session{Gateway: gw, Node: node, User: user, N: v.N})
+		}
+	}
+	slices.SortFunc(out, func(a, b Session) int {
+		return strings.Compare(a.User+"\x00"+a.Node+"\x00"+a.Gateway, b.User+"\x00"+b.Node+"\x00"+b.Gateway)
+	})
+	return out
+}
+
+// HealthOf returns the last health node published, for `frontdoor nodes`.
+func (c *Cluster) HealthOf(node string) (Health, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.st.entries[kindHealth+"/"+node]
+	if e == nil || e.Del {
+		return Health{}, false
+	}
+	var h Health
+	return h, json.Unmarshal(e.Val, &h) == nil
+}
+
+// ownerAlive reports whether the gateway owning a session or routing entry
+// is a live member: a crashed gateway's sessions died with it. mu held.
+func (c *Cluster) ownerAlive(gw string) bool {
+	_, ok := c.alive[gw]
+	return ok || gw == c.cfg.Name
+}
+
+// splitSessionKey splits "s/GATEWAY/NODE/USER".
+func splitSessionKey(k string) (gw, node, user string, ok bool) {
+	parts := strings.SplitN(k, "/", 4)
+	if len(parts) != 4 {
+		return "", "", "", false
+	}
+	return parts[1], parts[2], parts[3], true
+}

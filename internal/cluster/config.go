@@ -1,0 +1,232 @@
+package cluster
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Config is the gossip membership of one gateway or agent. It is the
+// `cluster:` section of both the gateway and the agent configuration.
+//
+// Encryption and key rotation: SecretKeys holds base64 AES keys (16, 24 or
+// 32 bytes decoded; make one with `head -c32 /dev/urandom | base64`). The
+// first key encrypts; every key listed decrypts. To rotate without a split:
+//  1. append the new key to secret_keys on every member, restart them one
+//     by one (each now reads both keys, still writes with the old one);
+//  2. move the new key first on every member, restart one by one;
+//  3. remove the old key everywhere.
+//
+// The same steps work at runtime through Cluster.Keyring (memberlist's
+// AddKey / UseKey / RemoveKey).
+type Config struct {
+	// Name is this member's unique name: the login node's name for an
+	// agent (routing uses it), the gateway's name for a gateway.
+	// Default: the host name.
+	Name string `yaml:"name"`
+
+	// BindAddr and BindPort are where gossip listens (UDP and TCP, same
+	// port). Port 0 picks a free port (tests). Default 0.0.0.0:7946.
+	BindAddr string `yaml:"bind_addr"`
+	BindPort int    `yaml:"bind_port"`
+	// AdvertiseAddr and AdvertisePort are what other members dial. Set
+	// them on hosts with several interfaces; empty lets memberlist pick a
+	// private address. AdvertisePort 0 means BindPort.
+	AdvertiseAddr string `yaml:"advertise_addr"`
+	AdvertisePort int    `yaml:"advertise_port"`
+
+	// Join lists host:port of members to join at start; the member keeps
+	// retrying every RejoinInterval while it is alone.
+	Join []string `yaml:"join"`
+
+	// Label is prepended to every packet and stream; members with another
+	// label are refused. It keeps two clusters on one network apart.
+	Label string `yaml:"label"`
+
+	// SecretKeys are the base64 gossip keys; the first is the primary.
+	SecretKeys []string `yaml:"secret_keys"`
+	// Insecure must be set to run without SecretKeys. Never in production:
+	// gossip carries sessions, affinities and bans.
+	Insecure bool `yaml:"insecure"`
+
+	// GossipInterval is how often queued broadcasts are sent to
+	// GossipNodes random members; it bounds health propagation latency.
+	GossipInterval time.Duration `yaml:"gossip_interval"`
+	GossipNodes    int           `yaml:"gossip_nodes"`
+	// RetransmitMult scales how many times each member sends a health
+	// update it learned: RetransmitMult * ceil(log10(members+1)). Higher
+	// makes a member missing an update (until push/pull) rarer.
+	RetransmitMult int `yaml:"retransmit_mult"`
+	// ProbeInterval, ProbeTimeout and SuspicionMult decide how fast a dead
+	// member is declared dead: about ProbeInterval + SuspicionMult *
+	// log10(members) * ProbeInterval.
+	ProbeInterval time.Duration `yaml:"probe_interval"`
+	ProbeTimeout  time.Duration `yaml:"probe_timeout"`
+	SuspicionMult int           `yaml:"suspicion_mult"`
+	// PushPullInterval is how often full state is exchanged with one random
+	// member over TCP; it repairs anything broadcasts missed.
+	PushPullInterval time.Duration `yaml:"push_pull_interval"`
+	// GatewaySyncInterval is how often a gateway sends the gateway state
+	// (sessions, affinity, drains, bans) that changed since its previous
+	// sync to every other gateway over TCP, repairing lost direct packets;
+	// every 15th sync sends all of it.
+	GatewaySyncInterval time.Duration `yaml:"gateway_sync_interval"`
+	// RejoinInterval is how often a member that is alone retries Join.
+	RejoinInterval time.Duration `yaml:"rejoin_interval"`
+	// DeadNodeReclaim is how long after a member died its name may come
+	// back from another address (a node rebuilt with a new IP).
+	DeadNodeReclaim time.Duration `yaml:"dead_node_reclaim"`
+
+	// RoutedWindow is how long a routing decision may count against a
+	// node while waiting for the node's agent to measure the session; keep
+	// it above the agent's publish interval plus propagation.
+	RoutedWindow time.Duration `yaml:"routed_window"`
+	// AffinityTTL is how long a user→node affinity is kept after the
+	// user's last session; route.Config.StickyFor decides whether it
+	// binds, so keep this at least as long.
+	AffinityTTL time.Duration `yaml:"affinity_ttl"`
+	// TombstoneTTL is how long deletions are remembered so that an old copy
+	// of a deleted entry cannot come back.
+	TombstoneTTL time.Duration `yaml:"tombstone_ttl"`
+	// NodeTTL is how long the health of a node that stopped reporting is
+	// kept (it shows as dead meanwhile).
+	NodeTTL time.Duration `yaml:"node_ttl"`
+}
+
+// DefaultConfig returns a LAN profile tuned so a dead node is out in about
+// 3 s on a 50-node cluster (probe every 0.5 s; suspicion 2 * log10(n) probe
+// intervals, refuted by a live node within a gossip round or two) and
+// health reaches every gateway within 1 s.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	return Config{
+		Name:                host,
+		BindAddr:            "0.0.0.0",
+		BindPort:            7946,
+		GossipInterval:      100 * time.Millisecond,
+		GossipNodes:         4,
+		RetransmitMult:      4,
+		ProbeInterval:       500 * time.Millisecond,
+		ProbeTimeout:        300 * time.Millisecond,
+		SuspicionMult:       2,
+		PushPullInterval:    15 * time.Second,
+		RejoinInterval:      5 * time.Second,
+		GatewaySyncInterval: 2 * time.Second,
+		DeadNodeReclaim:     30 * time.Second,
+		RoutedWindow:        10 * time.Second,
+		AffinityTTL:         24 * time.Hour,
+		TombstoneTTL:        time.Hour,
+		NodeTTL:             time.Hour,
+	}
+}
+
+// Validate reports a configuration that cannot work, naming the yaml key.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Name == "" {
+		errs = append(errs, errors.New("cluster.name: must be set"))
+	}
+	if len(c.Name) > 128 {
+		errs = append(errs, errors.New("cluster.name: longer than 128 bytes"))
+	}
+	if c.BindAddr == "" || net.ParseIP(c.BindAddr) == nil {
+		errs = append(errs, fmt.Errorf("cluster.bind_addr: %q is not an IP address", c.BindAddr))
+	}
+	if c.AdvertiseAddr != "" && net.ParseIP(c.AdvertiseAddr) == nil {
+		errs = append(errs, fmt.Errorf("cluster.advertise_addr: %q is not an IP address", c.AdvertiseAddr))
+	}
+	if c.BindPort < 0 || c.BindPort > 65535 || c.AdvertisePort < 0 || c.AdvertisePort > 65535 {
+		errs = append(errs, errors.New("cluster.bind_port/advertise_port: out of range"))
+	}
+	for _, j := range c.Join {
+		if _, _, err := net.SplitHostPort(j); err != nil {
+			errs = append(errs, fmt.Errorf("cluster.join: %q: %w", j, err))
+		}
+	}
+	if len(c.Label) > memberlist.LabelMaxSize {
+		errs = append(errs, fmt.Errorf("cluster.label: longer than %d bytes", memberlist.LabelMaxSize))
+	}
+	switch {
+	case len(c.SecretKeys) == 0 && !c.Insecure:
+		errs = append(errs, errors.New("cluster.secret_keys: required (or set cluster.insecure: true to gossip in clear)"))
+	case len(c.SecretKeys) > 0 && c.Insecure:
+		errs = append(errs, errors.New("cluster.insecure: set together with secret_keys; choose one"))
+	}
+	if _, err := c.keys(); err != nil {
+		errs = append(errs, err)
+	}
+	for name, d := range map[string]time.Duration{
+		"gossip_interval": c.GossipInterval, "probe_interval": c.ProbeInterval,
+		"probe_timeout": c.ProbeTimeout, "push_pull_interval": c.PushPullInterval,
+		"rejoin_interval": c.RejoinInterval, "gateway_sync_interval": c.GatewaySyncInterval,
+		"routed_window": c.RoutedWindow,
+		"affinity_ttl":  c.AffinityTTL, "tombstone_ttl": c.TombstoneTTL, "node_ttl": c.NodeTTL,
+	} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("cluster.%s: must be positive", name))
+		}
+	}
+	if c.GossipNodes < 1 || c.SuspicionMult < 1 || c.RetransmitMult < 1 {
+		errs = append(errs, errors.New("cluster.gossip_nodes/suspicion_mult/retransmit_mult: must be at least 1"))
+	}
+	return errors.Join(errs...)
+}
+
+// keys decodes SecretKeys.
+func (c Config) keys() ([][]byte, error) {
+	var out [][]byte
+	for i, s := range c.SecretKeys {
+		k, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, fmt.Errorf("cluster.secret_keys[%d]: %w", i, err)
+		}
+		if err := memberlist.ValidateKey(k); err != nil {
+			return nil, fmt.Errorf("cluster.secret_keys[%d]: %w", i, err)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// memberlistConfig builds memberlist's configuration from c.
+func (c Config) memberlistConfig() (*memberlist.Config, error) {
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = c.Name
+	mc.BindAddr = c.BindAddr
+	mc.BindPort = c.BindPort
+	mc.AdvertiseAddr = c.AdvertiseAddr
+	mc.AdvertisePort = c.AdvertisePort
+	if mc.AdvertisePort == 0 {
+		mc.AdvertisePort = c.BindPort
+	}
+	mc.Label = c.Label
+	mc.GossipInterval = c.GossipInterval
+	mc.GossipNodes = c.GossipNodes
+	mc.RetransmitMult = c.RetransmitMult
+	mc.ProbeInterval = c.ProbeInterval
+	mc.ProbeTimeout = c.ProbeTimeout
+	mc.SuspicionMult = c.SuspicionMult
+	mc.PushPullInterval = c.PushPullInterval
+	mc.DeadNodeReclaimTime = c.DeadNodeReclaim
+	mc.TCPTimeout = 2 * time.Second
+	keys, err := c.keys()
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) > 0 {
+		kr, err := memberlist.NewKeyring(keys[1:], keys[0])
+		if err != nil {
+			return nil, fmt.Errorf("cluster: keyring: %w", err)
+		}
+		mc.Keyring = kr
+		// Refuse clear-text packets and streams from anyone.
+		mc.GossipVerifyIncoming = true
+		mc.GossipVerifyOutgoing = true
+	}
+	return mc, nil
+}

@@ -1,0 +1,225 @@
+package cluster
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// The gossiped state is a map of keys to versioned entries. Each key has one
+// kind, spelled by its prefix:
+//
+//	h/NODE              node health             owner: the node's agent
+//	s/GATEWAY/NODE/USER live session count      owner: the gateway
+//	r/GATEWAY/NODE      logins routed recently  owner: the gateway
+//	a/USER              user→node affinity      shared
+//	d/NODE              admin drain             shared
+//	b/KEY               failed-login ban        shared
+//
+// Merge rule: last writer wins per key, comparing (Ver, Origin). Ver is a
+// hybrid clock — max(last seen + 1, wall clock in ns) — so a restarted
+// member's fresh writes beat its old ones still circulating, and Origin
+// breaks exact ties the same way everywhere. Deletions are tombstones kept
+// for TombstoneTTL.
+//
+// Owned keys are written only by their owner. When a member sees a copy of
+// one of its own keys that is newer than what it holds (a ghost from before
+// it restarted), it does not take it but re-asserts its own value, or a
+// tombstone, with a higher version. That is how a restarted gateway clears
+// the sessions it lost with its process, while shared keys (affinity,
+// drains, bans) come back from peers intact.
+
+const (
+	kindHealth   = "h"
+	kindSession  = "s"
+	kindRouted   = "r"
+	kindAffinity = "a"
+	kindDrain    = "d"
+	kindBan      = "b"
+)
+
+// entry is one versioned key. Val is the JSON of the kind's value type.
+type entry struct {
+	Key    string          `json:"k"`
+	Ver    uint64          `json:"v"`
+	Origin string          `json:"o"`
+	Del    bool            `json:"d,omitempty"`
+	Val    json.RawMessage `json:"x,omitempty"`
+
+	// recv is when this member took this version, by its own clock: health
+	// freshness and tombstone expiry are judged with it.
+	recv time.Time
+}
+
+// newer reports whether a wins over b under last-writer-wins.
+func (a *entry) newer(b *entry) bool {
+	if a.Ver != b.Ver {
+		return a.Ver > b.Ver
+	}
+	return a.Origin > b.Origin
+}
+
+// owner returns the member that owns key, or "" for shared keys.
+func owner(key string) string {
+	kind, rest, _ := strings.Cut(key, "/")
+	switch kind {
+	case kindHealth:
+		return rest
+	case kindSession, kindRouted:
+		gw, _, _ := strings.Cut(rest, "/")
+		return gw
+	}
+	return ""
+}
+
+// Values of each kind.
+
+// sessionVal is the number of live sessions of USER on NODE via GATEWAY.
+type sessionVal struct {
+	N int `json:"n"`
+}
+
+// routedVal lists when a gateway sent logins to a node during the last
+// RoutedWindow: Unix ms Base plus each offset in D, oldest first, at most
+// maxRouted of them so the entry stays small.
+type routedVal struct {
+	Base int64   `json:"b"`
+	D    []int64 `json:"d"`
+}
+
+const maxRouted = 48
+
+// affinityVal records the node of the user's last session start or end.
+type affinityVal struct {
+	Node string    `json:"n"`
+	Seen time.Time `json:"t"`
+}
+
+// drainVal is an admin drain.
+type drainVal struct {
+	Draining bool   `json:"d"`
+	By       string `json:"by,omitempty"`
+}
+
+// banVal bans a key (a user or a source address, the caller decides)
+// until Until.
+type banVal struct {
+	Until  time.Time `json:"u"`
+	Reason string    `json:"r,omitempty"`
+}
+
+// store holds the entries. It is not safe for concurrent use; Cluster
+// guards it with its mutex. Keeping it free of locks and I/O lets the merge
+// rules be table-tested directly.
+type store struct {
+	self    string
+	cfg     Config // TTLs
+	clock   uint64
+	entries map[string]*entry
+}
+
+func newStore(self string, cfg Config) *store {
+	return &store{self: self, cfg: cfg, entries: make(map[string]*entry)}
+}
+
+// tick returns a version for a local write at now.
+func (s *store) tick(now time.Time) uint64 {
+	s.clock = max(s.clock+1, uint64(now.UnixNano()))
+	return s.clock
+}
+
+// put writes a local value (or a tombstone if val is nil) and returns the
+// entry to broadcast.
+func (s *store) put(key string, val any, now time.Time) (entry, error) {
+	e := entry{Key: key, Origin: s.self, recv: now}
+	if val == nil {
+		e.Del = true
+	} else {
+		b, err := json.Marshal(val)
+		if err != nil {
+			return entry{}, err
+		}
+		e.Val = b
+	}
+	e.Ver = s.tick(now)
+	s.entries[key] = &e
+	return e, nil
+}
+
+// merge applies a remote entry. It reports whether local state changed and
+// returns entries this member must broadcast in answer (re-asserted owned
+// keys).
+func (s *store) merge(in entry, now time.Time) (changed bool, answer []entry) {
+	in.recv = now
+	if in.Key == "" || (!in.Del && expired(&in, now, s.cfg)) {
+		return false, nil
+	}
+	s.clock = max(s.clock, in.Ver)
+	cur := s.entries[in.Key]
+	if cur != nil && !in.newer(cur) {
+		return false, nil
+	}
+	if owner(in.Key) == s.self {
+		// A newer copy of a key only we write: a ghost of a previous run.
+		// Re-assert what we hold now, above its version.
+		out := entry{Key: in.Key, Origin: s.self, Del: true, recv: now}
+		if cur != nil && !cur.Del {
+			out.Val = cur.Val
+			out.Del = false
+		}
+		out.Ver = s.tick(now)
+		s.entries[in.Key] = &out
+		return false, []entry{out}
+	}
+	s.entries[in.Key] = &in
+	return true, nil
+}
+
+// gc drops tombstones older than TombstoneTTL, values that have expired by
+// their own meaning, and sessions and routing counts of gateways gone for
+// TombstoneTTL (nobody else may delete them). Every member applies the same
+// rules, so a dropped entry is dropped everywhere.
+func (s *store) gc(now time.Time, alive func(member string) bool) {
+	cfg := s.cfg
+	for k, e := range s.entries {
+		if o := owner(k); o != "" && o != s.self && !alive(o) && now.Sub(e.recv) > cfg.TombstoneTTL {
+			delete(s.entries, k)
+			continue
+		}
+		if e.Del {
+			if now.Sub(e.recv) > cfg.TombstoneTTL {
+				delete(s.entries, k)
+			}
+			continue
+		}
+		if expired(e, now, cfg) {
+			delete(s.entries, k)
+		}
+	}
+}
+
+// expired reports whether a live entry is past its use: an old copy
+// arriving later is refused by merge for the same reason.
+func expired(e *entry, now time.Time, cfg Config) bool {
+	kind, _, _ := strings.Cut(e.Key, "/")
+	switch kind {
+	case kindAffinity:
+		var v affinityVal
+		return json.Unmarshal(e.Val, &v) != nil || now.Sub(v.Seen) > cfg.AffinityTTL
+	case kindBan:
+		var v banVal
+		return json.Unmarshal(e.Val, &v) != nil || now.After(v.Until)
+	case kindHealth:
+		return now.Sub(e.recv) > cfg.NodeTTL
+	}
+	return false
+}
+
+// snapshot returns copies of all entries, tombstones included, for push/pull.
+func (s *store) snapshot() []entry {
+	out := make([]entry, 0, len(s.entries))
+	for _, e := range s.entries {
+		out = append(out, *e)
+	}
+	return out
+}

@@ -1,0 +1,413 @@
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/ca"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
+	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
+	"github.com/frontdoor-hpc/frontdoor/internal/policy"
+)
+
+// ClusterKeys are the keys every gateway of a cluster shares: the SSH host
+// key clients see and the user CA login nodes trust.
+type ClusterKeys struct {
+	HostKey       string        // private host key file
+	HostPublicKey ssh.PublicKey // what clients put in known_hosts
+	UserCAKey     string        // private user CA file (gateway.user_ca_key)
+	UserCAPub     string        // public user CA file (sshd TrustedUserCAKeys)
+}
+
+// Keys creates the cluster keys in dir, or loads them if they are there.
+func Keys(dir string) (*ClusterKeys, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	k := &ClusterKeys{
+		HostKey:   filepath.Join(dir, "host_ed25519"),
+		UserCAKey: filepath.Join(dir, "user_ca"),
+		UserCAPub: filepath.Join(dir, "user_ca.pub"),
+	}
+	for _, p := range []struct{ path, comment string }{
+		{k.HostKey, "frontdoor-host"},
+		{k.UserCAKey, "frontdoor-user-ca"},
+	} {
+		if _, err := os.Stat(p.path); errors.Is(err, os.ErrNotExist) {
+			if _, err := ca.GenerateKeyFile(p.path, p.comment); err != nil {
+				return nil, fmt.Errorf("harness: %w", err)
+			}
+		}
+	}
+	s, err := ca.LoadSigner(k.HostKey)
+	if err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	k.HostPublicKey = s.PublicKey()
+	return k, nil
+}
+
+// NodeEntry is one login node in a gateway configuration, with the
+// known_hosts line the gateway verifies it with.
+type NodeEntry struct {
+	Name string
+	Addr string // host:port
+	Pool string // default "default"
+	// KnownHosts is the node's known_hosts line; a test can put a wrong
+	// one here to see the node refused.
+	KnownHosts string
+}
+
+// Entry describes n for a gateway configuration, with its real host key.
+func (n *Node) Entry(pool string) NodeEntry {
+	return NodeEntry{Name: n.name, Addr: n.Addr(), Pool: pool, KnownHosts: n.KnownHostsLine()}
+}
+
+// GatewayConfig is what the harness needs to write a gateway configuration.
+type GatewayConfig struct {
+	// Name is gateway.name (default "gw1").
+	Name string
+	// Listen is gateway.listen (default "127.0.0.1:0"; StartGateway listens
+	// itself and ignores it).
+	Listen string
+	// AdminListen is gateway.admin_listen (default: none).
+	AdminListen string
+	Keys        *ClusterKeys
+	Nodes       []NodeEntry
+	// UsersFile is the static directory's users file (see WriteUsersFile).
+	UsersFile string
+	// Rules are the policy rules; default one rule "everyone" granting
+	// every pool of Nodes to everyone, default forwarding.
+	Rules []policy.Rule
+	// AuditFile defaults to DIR/audit.jsonl.
+	AuditFile string
+	Banner    string
+	// LogLevel is log.level (default "debug").
+	LogLevel string
+	// ConnectTimeout is backend.connect_timeout (default 5s).
+	ConnectTimeout time.Duration
+	// MaxAttempts is backend.max_attempts (default: the config's).
+	MaxAttempts int
+}
+
+// WriteGatewayConfig writes DIR/gateway.yaml and the backend known_hosts
+// file DIR/nodes_known_hosts for c, and returns the configuration's path.
+func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
+	if c.Keys == nil || c.UsersFile == "" {
+		return "", errors.New("harness: GatewayConfig needs Keys and UsersFile")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("harness: %w", err)
+	}
+	if c.Name == "" {
+		c.Name = "gw1"
+	}
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:0"
+	}
+	if c.AuditFile == "" {
+		c.AuditFile = filepath.Join(dir, "audit.jsonl")
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "debug"
+	}
+	var kh strings.Builder
+	type node struct {
+		Name string `yaml:"name"`
+		Addr string `yaml:"addr"`
+		Pool string `yaml:"pool"`
+	}
+	var nodes []node
+	pools := []string{}
+	for _, n := range c.Nodes {
+		if n.Pool == "" {
+			n.Pool = "default"
+		}
+		nodes = append(nodes, node{n.Name, n.Addr, n.Pool})
+		if n.KnownHosts != "" {
+			kh.WriteString(strings.TrimSpace(n.KnownHosts) + "\n")
+		}
+		if !contains(pools, n.Pool) {
+			pools = append(pools, n.Pool)
+		}
+	}
+	knownHosts := filepath.Join(dir, "nodes_known_hosts")
+	if err := os.WriteFile(knownHosts, []byte(kh.String()), 0o644); err != nil {
+		return "", fmt.Errorf("harness: %w", err)
+	}
+	if c.Rules == nil {
+		c.Rules = []policy.Rule{{Name: "everyone", Groups: []string{"*"}, Pools: pools}}
+	}
+	type rule struct {
+		Name        string    `yaml:"name,omitempty"`
+		Users       []string  `yaml:"users,omitempty"`
+		Groups      []string  `yaml:"groups,omitempty"`
+		Deny        bool      `yaml:"deny,omitempty"`
+		Pools       []string  `yaml:"pools,omitempty"`
+		Forwarding  *[]string `yaml:"forwarding,omitempty"` // nil: the default; empty: none
+		MaxSessions int       `yaml:"max_sessions,omitempty"`
+	}
+	var rules []rule
+	for _, r := range c.Rules {
+		y := rule{Name: r.Name, Users: r.Users, Groups: r.Groups, Deny: r.Deny, Pools: r.Pools, MaxSessions: r.MaxSessions}
+		if r.Forwarding != nil {
+			f := r.Forwarding
+			y.Forwarding = &f
+		}
+		rules = append(rules, y)
+	}
+	backend := map[string]any{"known_hosts": []string{knownHosts}}
+	if c.ConnectTimeout > 0 {
+		backend["connect_timeout"] = c.ConnectTimeout.String()
+	}
+	if c.MaxAttempts > 0 {
+		backend["max_attempts"] = c.MaxAttempts
+	}
+	gw := map[string]any{
+		"name":        c.Name,
+		"listen":      c.Listen,
+		"host_keys":   []string{c.Keys.HostKey},
+		"user_ca_key": c.Keys.UserCAKey,
+	}
+	if c.AdminListen != "" {
+		gw["admin_listen"] = c.AdminListen
+	}
+	if c.Banner != "" {
+		gw["banner"] = c.Banner
+	}
+	doc := map[string]any{
+		"gateway":   gw,
+		"backend":   backend,
+		"directory": map[string]any{"kind": "static", "static": map[string]any{"file": c.UsersFile}},
+		"nodes":     nodes,
+		"policy":    map[string]any{"rules": rules},
+		"audit":     map[string]any{"file": c.AuditFile},
+		"log":       map[string]any{"level": c.LogLevel, "format": "json"},
+	}
+	b, err := yaml.Marshal(doc)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "gateway.yaml")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return "", fmt.Errorf("harness: %w", err)
+	}
+	return path, nil
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// GatewayOptions describe an in-process gateway.
+type GatewayOptions struct {
+	// Dir receives gateway.yaml, the known_hosts files, the audit file and
+	// gateway.log.
+	Dir    string
+	Config GatewayConfig
+	// Logger defaults to JSON lines in DIR/gateway.log.
+	Logger *slog.Logger
+}
+
+// Gateway is a frontdoor gateway running in this process on 127.0.0.1.
+type Gateway struct {
+	srv        *gateway.Gateway
+	cfg        *config.Config
+	dir        *static.Directory
+	ln         net.Listener
+	hostKey    ssh.PublicKey
+	knownHosts string
+	logFile    *os.File
+	served     chan error
+}
+
+// StartGateway writes the configuration, builds the gateway exactly as
+// `frontdoor gateway` does (config.Load, static directory, gateway.New) and
+// serves it on a free port of 127.0.0.1. ctx bounds the gateway's life as
+// well; Close stops it and waits.
+func StartGateway(ctx context.Context, o GatewayOptions) (*Gateway, error) {
+	path, err := WriteGatewayConfig(o.Dir, o.Config)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("harness: gateway config: %w", err)
+	}
+	g := &Gateway{cfg: cfg, hostKey: o.Config.Keys.HostPublicKey, served: make(chan error, 1)}
+	log := o.Logger
+	if log == nil {
+		if g.logFile, err = os.OpenFile(filepath.Join(o.Dir, "gateway.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+			return nil, fmt.Errorf("harness: %w", err)
+		}
+		log = slog.New(slog.NewJSONHandler(g.logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	fail := func(err error) (*Gateway, error) {
+		if g.dir != nil {
+			g.dir.Close()
+		}
+		if g.logFile != nil {
+			g.logFile.Close()
+		}
+		return nil, err
+	}
+	if g.dir, err = static.New(cfg.Directory.Static.File); err != nil {
+		return fail(fmt.Errorf("harness: users file: %w", err))
+	}
+	if g.srv, err = gateway.New(cfg, gateway.Options{Logger: log, Directory: g.dir}); err != nil {
+		return fail(fmt.Errorf("harness: gateway: %w", err))
+	}
+	if g.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		g.srv.Close()
+		return fail(fmt.Errorf("harness: %w", err))
+	}
+	g.knownHosts = filepath.Join(o.Dir, "client_known_hosts")
+	if err := os.WriteFile(g.knownHosts, []byte(KnownHostsLine(g.Addr(), g.hostKey)+"\n"), 0o644); err != nil {
+		g.ln.Close()
+		g.srv.Close()
+		return fail(fmt.Errorf("harness: %w", err))
+	}
+	go func() { g.served <- g.srv.Serve(ctx, g.ln) }()
+	return g, nil
+}
+
+// Server is the gateway under test (sessions, registry, ...).
+func (g *Gateway) Server() *gateway.Gateway { return g.srv }
+
+// Config is the loaded configuration.
+func (g *Gateway) Config() *config.Config { return g.cfg }
+
+// Addr is the gateway's SSH address, 127.0.0.1:PORT.
+func (g *Gateway) Addr() string { return g.ln.Addr().String() }
+
+// Host is the gateway's IP address.
+func (g *Gateway) Host() string { return g.ln.Addr().(*net.TCPAddr).IP.String() }
+
+// Port is the gateway's SSH port.
+func (g *Gateway) Port() int { return g.ln.Addr().(*net.TCPAddr).Port }
+
+// HostKey is the key clients see.
+func (g *Gateway) HostKey() ssh.PublicKey { return g.hostKey }
+
+// KnownHostsFile is a client known_hosts file trusting this gateway.
+func (g *Gateway) KnownHostsFile() string { return g.knownHosts }
+
+// AuditFile is the gateway's audit file (JSON lines).
+func (g *Gateway) AuditFile() string { return g.cfg.Audit.File }
+
+// Close stops the gateway, ends its sessions and waits for them.
+func (g *Gateway) Close() error {
+	err := g.srv.Close()
+	if serr := <-g.served; err == nil {
+		err = serr
+	}
+	g.served <- nil // a second Close returns at once
+	g.dir.Close()
+	if g.logFile != nil {
+		g.logFile.Close()
+	}
+	return err
+}
+
+// Client is an OpenSSH client configuration pointed at this gateway.
+func (g *Gateway) Client(u *User) *Client {
+	return &Client{Host: g.Host(), Port: g.Port(), KnownHosts: g.knownHosts, Identity: u.KeyPath}
+}
+
+// DialGo logs in with Go's SSH client as login ("alice" or "alice+login2")
+// with u's key.
+func (g *Gateway) DialGo(ctx context.Context, login string, u *User) (*ssh.Client, error) {
+	return DialSSH(ctx, g.Addr(), login, g.hostKey, ssh.PublicKeys(u.Signer))
+}
+
+// DialSSH is an x/crypto/ssh login to addr that trusts exactly hostKey,
+// bounded by ctx and 30 s.
+func DialSSH(ctx context.Context, addr, user string, hostKey ssh.PublicKey, auth ...ssh.AuthMethod) (*ssh.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
+	cc, chans, reqs, err := ssh.NewClientConn(nc, addr, &ssh.ClientConfig{
+		User:            user,
+		Auth:            auth,
+		HostKeyCallback: ssh.FixedHostKey(hostKey),
+	})
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return ssh.NewClient(cc, chans, reqs), nil
+}
+
+// AuditEvents reads every event from the gateway's audit file.
+func (g *Gateway) AuditEvents() ([]audit.Event, error) {
+	return ReadAudit(g.AuditFile())
+}
+
+// WaitAudit waits until an audit event satisfies match and returns it.
+func (g *Gateway) WaitAudit(ctx context.Context, timeout time.Duration, match func(audit.Event) bool) (audit.Event, error) {
+	var found audit.Event
+	err := WaitFor(ctx, timeout, func() error {
+		evs, err := g.AuditEvents()
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if match(e) {
+				found = e
+				return nil
+			}
+		}
+		return fmt.Errorf("no matching audit event among %d", len(evs))
+	})
+	return found, err
+}
+
+// ReadAudit parses an audit file (one JSON event per line).
+func ReadAudit(path string) ([]audit.Event, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var evs []audit.Event
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var e audit.Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			continue // a line being written right now
+		}
+		evs = append(evs, e)
+	}
+	return evs, nil
+}
+
