@@ -79,7 +79,6 @@ func (r *Relay) Run(ctx context.Context) error {
 		r.Down.Conn.Close()
 		r.Up.Conn.Close()
 	})
-	var upErr error
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -88,19 +87,17 @@ func (r *Relay) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer wg.Done()
-		upErr = r.Up.Conn.Wait()
+		r.Up.Conn.Wait()
 		closeBoth()
 	}()
-	go func() {
-		<-ctx.Done()
-		closeBoth()
-	}()
+	// No goroutine per idle session for these two: a context callback,
+	// and a timer whose callback runs only when a probe is due.
+	stopOnCancel := context.AfterFunc(ctx, closeBoth)
+	defer stopOnCancel()
+	var ka *keepalive
 	if r.KeepaliveInterval > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.keepalive(ctx, closeBoth)
-		}()
+		ka = r.startKeepalive(closeBoth)
+		defer ka.Stop()
 	}
 
 	// One goroutine serves both sides' new channels and global requests;
@@ -145,41 +142,69 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	cancel()
 	wg.Wait()
-	if errors.Is(upErr, errKeepaliveTimeout) {
-		return upErr
+	if ka != nil && ka.expired() {
+		return ErrKeepaliveTimeout
 	}
 	return nil
 }
 
-var errKeepaliveTimeout = errors.New("login node stopped answering keepalives")
+// ErrKeepaliveTimeout: the login node stopped answering keepalives.
+var ErrKeepaliveTimeout = errors.New("login node stopped answering keepalives")
 
-func (r *Relay) keepalive(ctx context.Context, closeBoth func()) {
-	t := time.NewTicker(r.KeepaliveInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+// keepalive probes the node connection every KeepaliveInterval; a probe
+// unanswered for two intervals closes the session.
+type keepalive struct {
+	mu       sync.Mutex // mu protects the following
+	t        *time.Timer
+	stopped  bool
+	timedOut bool
+}
+
+func (ka *keepalive) expired() bool {
+	ka.mu.Lock()
+	defer ka.mu.Unlock()
+	return ka.timedOut
+}
+
+func (r *Relay) startKeepalive(closeBoth func()) *keepalive {
+	ka := &keepalive{}
+	var probe func()
+	probe = func() {
 		reply := make(chan error, 1)
 		go func() {
 			_, _, err := r.Up.Conn.SendRequest(reqKeepalive, true, nil)
 			reply <- err
 		}()
 		select {
-		case <-ctx.Done():
-			return
 		case err := <-reply:
 			if err != nil {
 				return // the connection is gone; Wait reports it
 			}
 		case <-time.After(2 * r.KeepaliveInterval):
 			r.Log.Warn("login node stopped answering keepalives, closing", "reason", "keepalive timeout")
+			ka.mu.Lock()
+			ka.timedOut = true
+			ka.mu.Unlock()
 			closeBoth()
 			return
 		}
+		ka.mu.Lock()
+		if !ka.stopped {
+			ka.t.Reset(r.KeepaliveInterval)
+		}
+		ka.mu.Unlock()
 	}
+	ka.mu.Lock()
+	ka.t = time.AfterFunc(r.KeepaliveInterval, probe)
+	ka.mu.Unlock()
+	return ka
+}
+
+func (ka *keepalive) Stop() {
+	ka.mu.Lock()
+	ka.stopped = true
+	ka.t.Stop()
+	ka.mu.Unlock()
 }
 
 func (r *Relay) globalFromClient(req *ssh.Request, wg *sync.WaitGroup) {
@@ -321,13 +346,17 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 	// ends both streams, and x/crypto may report EOF on stdout while
 	// stderr is still buffered: EOF must wait for both copies.
 	var stderr, output sync.WaitGroup
-	stderr.Add(1)
+	if session {
+		// Only session channels carry stderr (extended data); forwarded
+		// connections do not, and need no goroutine for it.
+		stderr.Add(1)
+		go func() {
+			defer stderr.Done()
+			n, _ := copyData(down.Stderr(), up.Stderr())
+			r.Stats.BytesDown.Add(n)
+		}()
+	}
 	output.Add(1)
-	go func() {
-		defer stderr.Done()
-		n, _ := copyData(down.Stderr(), up.Stderr())
-		r.Stats.BytesDown.Add(n)
-	}()
 	go func() {
 		defer output.Done()
 		n, _ := copyData(down, up)
