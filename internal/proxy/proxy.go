@@ -61,6 +61,8 @@ const (
 	reqAgentForward      = "auth-agent-req@openssh.com"
 	reqX11               = "x11-req"
 	reqKeepalive         = "keepalive@openssh.com"
+	reqExitStatus        = "exit-status"
+	reqExitSignal        = "exit-signal"
 	errProhibitedMessage = "administratively prohibited by frontdoor policy"
 )
 
@@ -335,7 +337,7 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 	downDone := make(chan struct{})
 	go func() {
 		defer close(downDone)
-		r.forwardRequests(downReqs, up, session)
+		r.forwardRequests(downReqs, up, session, nil)
 		// The client closed the channel: once its data is through, so
 		// does the node's end.
 		input.Wait()
@@ -345,7 +347,15 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 	// Node → client: stdout and stderr, then one EOF. In SSH a single EOF
 	// ends both streams, and x/crypto may report EOF on stdout while
 	// stderr is still buffered: EOF must wait for both copies.
+	//
+	// For sessions EOF also waits for the exit status. sshd sends EOF,
+	// exit-status, close back to back; relayed by separate goroutines, a
+	// client could see the EOF alone, close (VS Code, ControlMaster clients
+	// and libraries do) and lose the exit status. Sending the status first
+	// is allowed by RFC 4254 and what clients handle best.
 	var stderr, output sync.WaitGroup
+	exited := make(chan struct{})
+	markExited := sync.OnceFunc(func() { close(exited) })
 	if session {
 		// Only session channels carry stderr (extended data); forwarded
 		// connections do not, and need no goroutine for it.
@@ -355,6 +365,8 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 			n, _ := copyData(down.Stderr(), up.Stderr())
 			r.Stats.BytesDown.Add(n)
 		}()
+	} else {
+		markExited()
 	}
 	output.Add(1)
 	go func() {
@@ -362,21 +374,28 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 		n, _ := copyData(down, up)
 		r.Stats.BytesDown.Add(n)
 		stderr.Wait()
+		<-exited
 		down.CloseWrite()
 	}()
 	// Requests until the node closes (exit-status and exit-signal come
 	// before its close), then close the client's end once the output is
 	// through.
-	r.forwardRequests(upReqs, down, false)
+	r.forwardRequests(upReqs, down, false, func(t string) {
+		if t == reqExitStatus || t == reqExitSignal {
+			markExited()
+		}
+	})
+	markExited()
 	output.Wait()
 	closeBoth()
 	<-downDone
 }
 
 // forwardRequests passes channel requests from one side to the other, with
-// the other side's answer. fromSession filters the client's session
-// requests by forwarding rights.
-func (r *Relay) forwardRequests(reqs <-chan *ssh.Request, to ssh.Channel, fromClientSession bool) {
+// the other side's answer. fromClientSession filters the client's session
+// requests by forwarding rights; forwarded, if set, is called after each
+// request has been passed on.
+func (r *Relay) forwardRequests(reqs <-chan *ssh.Request, to ssh.Channel, fromClientSession bool, forwarded func(reqType string)) {
 	for req := range reqs {
 		if fromClientSession && !r.maySessionRequest(req.Type) {
 			r.Log.Info("session request refused", "request", req.Type)
@@ -388,6 +407,9 @@ func (r *Relay) forwardRequests(reqs <-chan *ssh.Request, to ssh.Channel, fromCl
 		ok, err := to.SendRequest(req.Type, req.WantReply, req.Payload)
 		if req.WantReply {
 			req.Reply(ok && err == nil, nil)
+		}
+		if forwarded != nil {
+			forwarded(req.Type)
 		}
 	}
 }
