@@ -81,19 +81,10 @@ func (r *Relay) Run(ctx context.Context) error {
 		r.Down.Conn.Close()
 		r.Up.Conn.Close()
 	})
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		r.Down.Conn.Wait()
-		closeBoth()
-	}()
-	go func() {
-		defer wg.Done()
-		r.Up.Conn.Wait()
-		closeBoth()
-	}()
-	// No goroutine per idle session for these two: a context callback,
-	// and a timer whose callback runs only when a probe is due.
+	// No goroutine per idle session for these: a side's death shows as its
+	// channel stream closing (x/crypto closes it when the connection
+	// ends), cancellation is a context callback, and keepalives are a
+	// timer whose callback runs only when a probe is due.
 	stopOnCancel := context.AfterFunc(ctx, closeBoth)
 	defer stopOnCancel()
 	var ka *keepalive
@@ -109,15 +100,17 @@ func (r *Relay) Run(ctx context.Context) error {
 	for downChans != nil || upChans != nil || downReqs != nil || upReqs != nil {
 		select {
 		case nc, ok := <-downChans:
-			if !ok {
+			if !ok { // the client connection ended
 				downChans = nil
+				closeBoth()
 				continue
 			}
 			wg.Add(1)
 			go func() { defer wg.Done(); r.openFromClient(nc) }()
 		case nc, ok := <-upChans:
-			if !ok {
+			if !ok { // the node connection ended
 				upChans = nil
+				closeBoth()
 				continue
 			}
 			wg.Add(1)
