@@ -40,8 +40,11 @@ run: build
 	$(GO) build -o bin/frontdoor-stack ./test/cmd/stack
 	bin/frontdoor-stack --state-dir "$(STATE_DIR)"
 
+# Benchmarks write bench/results/*.json and *.md; BENCHMARKS.md summarises them.
 bench: build
 	$(GO) run ./bench/cmd/relaybench --out bench/results
+	$(GO) run ./bench/gossip -out bench/results/gossip.json
+	@if [ -d bench/cmd/authbench ]; then $(GO) run ./bench/cmd/authbench --out bench/results; fi
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

