@@ -76,7 +76,9 @@ type Options struct {
 	Hostname string
 	// Log receives samba's and samba-tool's output (default Dir/samba.log).
 	Log io.Writer
-	// ReadyTimeout bounds provisioning-independent start-up (default 60s).
+	// ReadyTimeout bounds provisioning-independent start-up (default 3m: on a
+	// 2-core machine running several test packages at once, samba can take
+	// over a minute to answer).
 	ReadyTimeout time.Duration
 }
 
@@ -136,7 +138,7 @@ func Start(ctx context.Context, opts Options) (*DC, error) {
 		opts.Hostname = "dc1"
 	}
 	if opts.ReadyTimeout == 0 {
-		opts.ReadyTimeout = 60 * time.Second
+		opts.ReadyTimeout = 3 * time.Minute
 	}
 	for _, bin := range []string{"samba", "samba-tool", "ldbmodify"} {
 		if _, err := exec.LookPath(bin); err != nil {
