@@ -347,6 +347,12 @@ func (l *login) passwordLogin(typed, pw, method string) (*ssh.Permissions, error
 	// user and per source before they reach the directory. Key logins never
 	// bind to AD and are not throttled here.
 	src, key := l.srcIP(), l.g.throttleKey(name)
+	// Throttle on the account, not the name typed: AD users often have a
+	// UPN whose prefix is not their account name (john.doe@… for jdoe),
+	// and every name must share one allowance or AD's lockout is reachable.
+	if l.resolveName(typed) == nil {
+		key = l.ident.Name
+	}
 	if wait, ok := l.g.throttle.Check(key, src); !ok {
 		l.name = name
 		l.auditAuth(method, nil, "fail", fmt.Sprintf("throttled for %s after repeated failures", wait.Round(time.Second)))

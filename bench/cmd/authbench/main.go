@@ -144,6 +144,13 @@ func run(ctx context.Context, out, bin, dcAddr, nodeAddr string, samples, conc i
 	r.Host, _ = os.Hostname()
 	r.Load1 = load1()
 
+	for _, port := range []int{samba.LDAPPort, samba.LDAPSPort} {
+		addr := net.JoinHostPort(dcAddr, strconv.Itoa(port))
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return fmt.Errorf("%s is already in use (another authbench, or another DC?): pick another --dc-addr", addr)
+		}
+	}
 	log.Printf("authbench: provisioning the DC on %s", dcAddr)
 	if b.dc, err = samba.Start(ctx, samba.Options{Dir: filepath.Join(dir, "dc"), Addr: dcAddr}); err != nil {
 		return err

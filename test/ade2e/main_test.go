@@ -1,0 +1,577 @@
+// Package ade2e_test drives a real frontdoor gateway whose identity source is
+// a real Active Directory (Samba AD DC, LDAPS on 127.0.2.5) with the real
+// OpenSSH client, against real OpenSSH sshd login nodes on loopback.
+//
+// TestMain provisions one DC for the package (slow: ~15 s on an idle
+// machine, up to 2 minutes on a loaded one), creates the groups and
+// accounts below, starts two sshd login nodes and one shared gateway. Most
+// tests start a gateway of their own (newGateway: own throttle, own cache,
+// own audit file to assert on); all gateways are in-process and built
+// exactly as `frontdoor gateway` builds them: config.Load, ad.New,
+// gateway.New.
+//
+// The outage tests (outage_test.go) stop the DC and the lockout test
+// changes the domain's lockout policy. They are the only tests that do not
+// call t.Parallel: Go runs every sequential test before it resumes the
+// parallel ones, so no other test sees the outage or the policy.
+//
+// Bugs found here are described in BUGS.md.
+//
+// Missing prerequisites (samba, sshd, ssh, root) fail the run loudly: a test
+// that skips silently proves nothing.
+package ade2e_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
+	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
+	"github.com/frontdoor-hpc/frontdoor/internal/policy"
+	"github.com/frontdoor-hpc/frontdoor/test/harness"
+	"github.com/frontdoor-hpc/frontdoor/test/harness/samba"
+)
+
+// dcAddr is this package's DC address (127.0.2.2 and 127.0.2.9 belong to
+// other packages' tests, which may run in parallel with these).
+const dcAddr = "127.0.2.5"
+
+// adTimeout is the per-DC timeout of the gateways that meet hanging or
+// dead DCs (outage and failover tests): short, so those tests are quick.
+// The other gateways keep production's 5 s, so a DC slowed down by a loaded
+// 2-core machine is not mistaken for an outage.
+const adTimeout = 2 * time.Second
+
+// Groups. hpc-users is the only group the policy grants; nlp-lab is nested in
+// it, so its members get in only if nested membership is resolved.
+const (
+	grpOuter     = "ade-hpc-users"
+	grpNested    = "ade-nlp-lab"
+	grpOutsiders = "ade-outsiders"
+)
+
+// The pool every node is in and the policy rule that grants it.
+const (
+	pool     = "general"
+	ruleName = "researchers"
+)
+
+// Account names are prefixed so they cannot collide with the Unix users of
+// other suites on this machine (the login nodes share /etc/passwd). Each
+// name is both the sAMAccountName and the login-node Unix user.
+const (
+	aliceName  = "ade-alice"     // nlp-lab (nested in hpc-users): key + password
+	bobName    = "ade-bob"       // outsiders only: proven, then denied by policy
+	disName    = "ade-disabled"  // disabled in AD
+	expName    = "ade-expired"   // accountExpires in the past
+	pwxName    = "ade-pwexpired" // must change password (pwdLastSet=0)
+	wrongName  = "ade-wrongpw"   // takes wrong passwords (own throttle budget)
+	offName    = "ade-offline"   // the outage tests' user
+	thrName    = "ade-throttled"
+	thrOkName  = "ade-thr-ok"
+	emptyName  = "ade-emptypw"
+	injectName = "ade-inject" // logs in around the injection attempts
+)
+
+// pw is every test account's password: AD complexity (upper, lower, digit,
+// symbol), unique per user.
+func pw(name string) string { return "Pw-" + name + "-0k!" }
+
+// The shared world, set up by TestMain.
+var (
+	base   string // world-readable scratch root
+	dc     *samba.DC
+	keys   *harness.ClusterKeys
+	nodes  []harness.NodeEntry
+	shared *adGateway // default settings, generous throttle
+	users  = map[string]*harness.User{}
+)
+
+// requiredPrograms must be installed for this suite (make deps).
+var requiredPrograms = []string{harness.SSHDPath, "ssh", "ssh-keygen", "useradd", "usermod", "samba", "samba-tool", "ldbmodify"}
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	var missing []string
+	for _, p := range requiredPrograms {
+		if _, err := exec.LookPath(p); err != nil {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: ade2e prerequisites missing: %s (run `make deps`)\n", strings.Join(missing, ", "))
+		return 1
+	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "FAIL: ade2e tests start sshd, samba and create users: they must run as root")
+		return 1
+	}
+	var err error
+	if base, err = os.MkdirTemp("", "frontdoor-ade2e-"); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	os.Chmod(base, 0o755)
+	var stops []func()
+	keep := false
+	defer func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+		if keep || os.Getenv("FRONTDOOR_E2E_KEEP") != "" {
+			fmt.Fprintln(os.Stderr, "ade2e state kept in", base)
+		} else {
+			os.RemoveAll(base)
+		}
+	}()
+	// Provisioning the DC takes ~15 s on an idle machine and has taken
+	// nearly 2 minutes on a 2-core machine under a load of 20.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := setup(ctx, &stops); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: ade2e setup:", err)
+		keep = true
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "ade2e: DC %s, 2 nodes and gateway ready in %v\n", dc.URL(), time.Since(start).Round(time.Millisecond))
+	code := m.Run()
+	keep = code != 0
+	return code
+}
+
+func setup(ctx context.Context, stops *[]func()) error {
+	// Another run of this package (a second `go test`, `make test` in
+	// another checkout) would own the address: say so instead of failing
+	// later with a confusing TLS or bind error.
+	for _, port := range []int{samba.LDAPPort, samba.LDAPSPort} {
+		addr := net.JoinHostPort(dcAddr, strconv.Itoa(port))
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return fmt.Errorf("%s is already in use: is another run of this package (or another DC) using %s?", addr, dcAddr)
+		}
+	}
+	// The DC takes longest (provisioning); keys and nodes start meanwhile.
+	t0 := time.Now()
+	type started struct {
+		dc  *samba.DC
+		err error
+	}
+	dcc := make(chan started, 1)
+	go func() {
+		d, err := samba.Start(ctx, samba.Options{Dir: filepath.Join(base, "dc"), Addr: dcAddr})
+		dcc <- started{d, err}
+	}()
+	nodesErr := startNodes(ctx, stops)
+	st := <-dcc
+	if st.err != nil {
+		return fmt.Errorf("cannot start the Samba AD DC (run `make deps`): %w", st.err)
+	}
+	dc = st.dc
+	*stops = append(*stops, func() { dc.Close() })
+	if nodesErr != nil {
+		return nodesErr
+	}
+	tDC := time.Since(t0)
+	if err := dc.CreateGroup(ctx, grpOuter); err != nil {
+		return err
+	}
+	if err := dc.CreateGroup(ctx, grpNested, grpOuter); err != nil {
+		return err
+	}
+	if err := dc.CreateGroup(ctx, grpOutsiders); err != nil {
+		return err
+	}
+	accounts := []struct {
+		name  string
+		group string
+	}{
+		{aliceName, grpNested}, {bobName, grpOutsiders}, {disName, grpNested}, {expName, grpNested},
+		{pwxName, grpNested}, {wrongName, grpNested}, {offName, grpNested}, {thrName, grpNested},
+		{thrOkName, grpNested}, {emptyName, grpNested}, {injectName, grpNested},
+	}
+	// A few at a time: each is several LDAP round trips and a useradd.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var errs []error
+	sem := make(chan struct{}, 4)
+	for _, a := range accounts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			u, err := createUser(ctx, a.name, a.group)
+			mu.Lock()
+			defer mu.Unlock()
+			users[a.name] = u
+			errs = append(errs, err)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "ade2e: DC and nodes up in %v, accounts created in %v\n", tDC.Round(time.Millisecond), (time.Since(t0) - tDC).Round(time.Millisecond))
+	if err := dc.Disable(ctx, disName); err != nil {
+		return err
+	}
+	if err := dc.Expire(ctx, expName); err != nil {
+		return err
+	}
+	if err := dc.ExpirePassword(ctx, pwxName); err != nil {
+		return err
+	}
+	// Served until Close, not bounded by the set-up deadline.
+	var err error
+	shared, err = startGateway(context.Background(), filepath.Join(base, "gw-shared"), gwOptions{})
+	if err != nil {
+		return err
+	}
+	*stops = append(*stops, func() { shared.Close() })
+	return nil
+}
+
+// startNodes creates the cluster keys and starts the two sshd login nodes.
+func startNodes(ctx context.Context, stops *[]func()) error {
+	var err error
+	if keys, err = harness.Keys(filepath.Join(base, "keys")); err != nil {
+		return err
+	}
+	for _, n := range []struct{ name, addr string }{{"login1", "127.0.1.51"}, {"login2", "127.0.1.52"}} {
+		node, err := harness.StartNode(ctx, harness.NodeOptions{Name: n.name, Addr: n.addr,
+			Dir: filepath.Join(base, "nodes", n.name), UserCAPub: keys.UserCAPub})
+		if err != nil {
+			return err
+		}
+		*stops = append(*stops, func() { node.Stop() })
+		nodes = append(nodes, node.Entry(pool))
+	}
+	return nil
+}
+
+// createUser creates an AD account in group with password pw(name) and a
+// fresh key in sshPublicKey, and the login-node Unix user of the same name.
+// The Unix user exists even for accounts AD refuses, so a refusal can only
+// come from the directory. (Tests keep the users they create themselves;
+// the users map is written by TestMain only.)
+func createUser(ctx context.Context, name, group string) (*harness.User, error) {
+	u, err := harness.NewUser(filepath.Join(base, "users"), name, "", group)
+	if err != nil {
+		return nil, err
+	}
+	u.Password = pw(name)
+	if _, err := dc.CreateUser(ctx, name, u.Password, group); err != nil {
+		return nil, err
+	}
+	if err := dc.SetSSHKey(ctx, name, u.AuthorizedKey()); err != nil {
+		return nil, err
+	}
+	if err := harness.EnsureUnixUser(name); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// gwOptions are what differs between the suite's gateways.
+type gwOptions struct {
+	// AD overrides keys of the directory.ad section (timeout, cache_ttl,
+	// cache_passwords, ...).
+	AD map[string]any
+	// Throttle overrides keys of the throttle section. The default is
+	// generous: every client connects from 127.0.0.1, and tests taking
+	// wrong passwords run in parallel with tests logging in.
+	Throttle map[string]any
+	// Rules default to one rule granting pool general to grpOuter only.
+	Rules []policy.Rule
+}
+
+// adGateway is an in-process gateway with the AD directory on 127.0.0.1.
+type adGateway struct {
+	srv        *gateway.Gateway
+	dir        *ad.Directory
+	cfg        *config.Config
+	ln         net.Listener
+	knownHosts string
+	logFile    *os.File
+	served     chan error
+	closed     atomic.Bool
+}
+
+var gwCount atomic.Int32
+
+var nameSeq atomic.Int32
+
+// uniqueName is prefix with a number no other call in this process got, for
+// accounts tests create themselves (-count=N reuses the DC).
+func uniqueName(prefix string) string { return fmt.Sprintf("%s%d", prefix, nameSeq.Add(1)) }
+
+// newGateway starts a gateway of its own for one test and stops it when the
+// test ends.
+func newGateway(t *testing.T, o gwOptions) *adGateway {
+	t.Helper()
+	dir := filepath.Join(base, fmt.Sprintf("gw-%d-%s", gwCount.Add(1), strings.ReplaceAll(t.Name(), "/", "_")))
+	g, err := startGateway(t.Context(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// startGateway writes DIR/gateway.yaml (the harness's static-directory
+// configuration with the directory and throttle sections replaced) and
+// serves it until Close.
+func startGateway(ctx context.Context, dir string, o gwOptions) (*adGateway, error) {
+	rules := o.Rules
+	if rules == nil {
+		rules = []policy.Rule{{Name: ruleName, Groups: []string{grpOuter}, Pools: []string{pool}}}
+	}
+	path, err := harness.WriteGatewayConfig(dir, harness.GatewayConfig{
+		Keys: keys, Nodes: nodes, Rules: rules,
+		UsersFile: filepath.Join(dir, "unused-users.yaml"), // replaced below
+	})
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	adc := map[string]any{
+		"urls":            []string{dc.URL()},
+		"ca_file":         dc.CAFile(),
+		"base_dn":         dc.BaseDN(),
+		"bind_dn":         dc.AdminDN(),
+		"bind_password":   dc.AdminPassword(),
+		"domain":          dc.Domain(),
+		"upn_suffixes":    []string{dc.UPNSuffix()},
+		"key_attribute":   "sshPublicKey",
+		"timeout":         "5s",
+		"cache_ttl":       "1s",
+		"offline_max_age": "1h",
+		"retry_min":       "100ms",
+		"retry_max":       "500ms",
+	}
+	for k, v := range o.AD {
+		adc[k] = v
+	}
+	thr := map[string]any{
+		"user_failures":   100,
+		"source_failures": 100000,
+		// The backoff applies per source too, and every test connects
+		// from 127.0.0.1: keep it out of the way.
+		"base_delay": "1ns",
+		"max_delay":  "1ns",
+	}
+	for k, v := range o.Throttle {
+		thr[k] = v
+	}
+	doc["directory"] = map[string]any{"kind": "ad", "ad": adc}
+	doc["throttle"] = thr
+	if b, err = yaml.Marshal(doc); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("gateway config: %w", err)
+	}
+	if cfg.Directory.Kind != "ad" {
+		return nil, fmt.Errorf("gateway config: directory kind %q, want ad", cfg.Directory.Kind)
+	}
+	g := &adGateway{cfg: cfg, served: make(chan error, 1)}
+	if g.logFile, err = os.OpenFile(filepath.Join(dir, "gateway.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewJSONHandler(g.logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if g.dir, err = ad.New(cfg.Directory.AD, log.With("directory", "ad")); err != nil {
+		g.logFile.Close()
+		return nil, fmt.Errorf("ad directory: %w", err)
+	}
+	if g.srv, err = gateway.New(cfg, gateway.Options{Logger: log, Directory: g.dir}); err != nil {
+		g.dir.Close()
+		g.logFile.Close()
+		return nil, err
+	}
+	if g.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		g.srv.Close()
+		g.dir.Close()
+		g.logFile.Close()
+		return nil, err
+	}
+	g.knownHosts = filepath.Join(dir, "client_known_hosts")
+	if err := os.WriteFile(g.knownHosts, []byte(harness.KnownHostsLine(g.Addr(), keys.HostPublicKey)+"\n"), 0o644); err != nil {
+		g.ln.Close()
+		g.srv.Close()
+		g.dir.Close()
+		g.logFile.Close()
+		return nil, err
+	}
+	go func() { g.served <- g.srv.Serve(ctx, g.ln) }()
+	return g, nil
+}
+
+func (g *adGateway) Addr() string { return g.ln.Addr().String() }
+
+// Close stops the gateway, its sessions and its directory.
+func (g *adGateway) Close() {
+	if g.closed.Swap(true) {
+		return
+	}
+	g.srv.Close()
+	<-g.served
+	g.dir.Close()
+	g.logFile.Close()
+}
+
+// client is an OpenSSH client for this gateway with u's key (nil: none).
+func (g *adGateway) client(u *harness.User) *harness.Client {
+	port := g.ln.Addr().(*net.TCPAddr).Port
+	c := &harness.Client{Host: "127.0.0.1", Port: port, KnownHosts: g.knownHosts}
+	if u != nil {
+		c.Identity = u.KeyPath
+	}
+	return c
+}
+
+// keyClient logs in with u's key only.
+func (g *adGateway) keyClient(u *harness.User) *harness.Client {
+	c := g.client(u)
+	c.Options = []string{"PreferredAuthentications=publickey"}
+	return c
+}
+
+// passwordClient answers the password prompt with password, using method
+// ("password" or "keyboard-interactive") only.
+func (g *adGateway) passwordClient(t *testing.T, method, password string) *harness.Client {
+	t.Helper()
+	askpass, err := harness.WriteAskpass(t.TempDir(), password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := g.client(nil)
+	c.Askpass = askpass
+	c.Options = []string{"PreferredAuthentications=" + method}
+	return c
+}
+
+// whoami logs in as login with c and returns what `id -un` printed on the
+// node.
+func whoami(t *testing.T, c *harness.Client, login string) (string, harness.Result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	r := harness.Run(c.SSH(ctx, login, "id", "-un"), nil)
+	return strings.TrimSpace(string(r.Stdout)), r
+}
+
+// mustLogin asserts that login with c lands on a node as Unix user want.
+func mustLogin(t *testing.T, c *harness.Client, login, want string) {
+	t.Helper()
+	got, r := whoami(t, c, login)
+	if r.ExitCode != 0 || got != want {
+		t.Fatalf("ssh -l %q: want to land as %q, got %q: %v", login, want, got, r)
+	}
+}
+
+// mustRefuse asserts that login with c is refused with the generic
+// "Permission denied" (no session, no banner naming the reason).
+func mustRefuse(t *testing.T, c *harness.Client, login string) harness.Result {
+	t.Helper()
+	_, r := whoami(t, c, login)
+	if r.ExitCode != 255 || !strings.Contains(string(r.Stderr), "Permission denied") {
+		t.Fatalf("ssh -l %q: want Permission denied (exit 255), got %v", login, r)
+	}
+	if strings.Contains(string(r.Stderr), "frontdoor:") {
+		t.Errorf("ssh -l %q: an unproven user was shown a frontdoor banner: %s", login, r.Stderr)
+	}
+	return r
+}
+
+// audits reads the gateway's audit events.
+func (g *adGateway) audits(t *testing.T) []audit.Event {
+	t.Helper()
+	evs, err := harness.ReadAudit(g.cfg.Audit.File)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// waitAudit waits until an auth event satisfies match. Events are written
+// before the client is answered, so a short wait only covers file I/O.
+func (g *adGateway) waitAudit(t *testing.T, what string, match func(audit.Event) bool) audit.Event {
+	t.Helper()
+	var found audit.Event
+	err := harness.WaitFor(t.Context(), 10*time.Second, func() error {
+		evs := g.audits(t)
+		for _, e := range evs {
+			if e.Type == audit.TypeAuth && match(e) {
+				found = e
+				return nil
+			}
+		}
+		return fmt.Errorf("no audit event %s among %d", what, len(evs))
+	})
+	if err != nil {
+		t.Fatalf("%v\naudit:\n%s", err, g.auditDump(t))
+	}
+	return found
+}
+
+// authEvents are the auth events for user (as audited).
+func (g *adGateway) authEvents(t *testing.T, user string) []audit.Event {
+	t.Helper()
+	var out []audit.Event
+	for _, e := range g.audits(t) {
+		if e.Type == audit.TypeAuth && e.User == user {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (g *adGateway) auditDump(t *testing.T) string {
+	t.Helper()
+	var sb strings.Builder
+	for _, e := range g.audits(t) {
+		fmt.Fprintf(&sb, "  %s user=%q method=%s result=%s reason=%q rule=%s\n", e.Type, e.User, e.Method, e.Result, e.Reason, e.Rule)
+	}
+	return sb.String()
+}
+
+// dialGo logs in with Go's SSH client (for names and passwords OpenSSH
+// cannot send) and returns the handshake error (nil: logged in).
+func (g *adGateway) dialGo(ctx context.Context, login string, auth ...ssh.AuthMethod) error {
+	c, err := harness.DialSSH(ctx, g.Addr(), login, keys.HostPublicKey, auth...)
+	if err == nil {
+		c.Close()
+	}
+	return err
+}
