@@ -85,11 +85,17 @@ func (l *login) serverConfig() *ssh.ServerConfig {
 	return cfg
 }
 
-// take hands the authenticated backend over to the caller.
+// take hands the authenticated backend over to the caller, and lets go of
+// an unused preconnection at once: held for the session's life it would
+// count against that node's sshd MaxStartups.
 func (l *login) take() *backend {
 	b := l.backend
 	l.backend = nil
-	l.cancel()
+	l.cancel() // also ends a preconnection still dialing
+	if l.pre != nil {
+		l.pre.release()
+		l.pre = nil
+	}
 	return b
 }
 

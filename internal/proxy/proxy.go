@@ -313,7 +313,15 @@ func (r *Relay) open(nc ssh.NewChannel, other ssh.Conn, fromClient bool) {
 // everything that side sent before it (data, stderr, requests such as
 // exit-status) has been passed on, so exit codes and trailing output survive.
 func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Channel, upReqs <-chan *ssh.Request, session bool) {
+	// replyMu is held from forwarding a client request to the node until
+	// its reply reached the client: a command can finish (and the node
+	// close the channel) before the client has its "exec ok"; closing the
+	// client's end then must wait for that reply, or the client sees the
+	// channel end with its request unanswered.
+	var replyMu sync.Mutex
 	closeBoth := sync.OnceFunc(func() {
+		replyMu.Lock()
+		defer replyMu.Unlock()
 		down.Close()
 		up.Close()
 	})
@@ -330,7 +338,7 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 	downDone := make(chan struct{})
 	go func() {
 		defer close(downDone)
-		r.forwardRequests(downReqs, up, session, nil)
+		r.forwardRequests(downReqs, up, session, &replyMu, nil)
 		// The client closed the channel: once its data is through, so
 		// does the node's end.
 		input.Wait()
@@ -373,7 +381,7 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 	// Requests until the node closes (exit-status and exit-signal come
 	// before its close), then close the client's end once the output is
 	// through.
-	r.forwardRequests(upReqs, down, false, func(t string) {
+	r.forwardRequests(upReqs, down, false, nil, func(t string) {
 		if t == reqExitStatus || t == reqExitSignal {
 			markExited()
 		}
@@ -386,9 +394,10 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 
 // forwardRequests passes channel requests from one side to the other, with
 // the other side's answer. fromClientSession filters the client's session
-// requests by forwarding rights; forwarded, if set, is called after each
+// requests by forwarding rights; replyMu, if set, is held from sending a
+// request to delivering its reply; forwarded, if set, is called after each
 // request has been passed on.
-func (r *Relay) forwardRequests(reqs <-chan *ssh.Request, to ssh.Channel, fromClientSession bool, forwarded func(reqType string)) {
+func (r *Relay) forwardRequests(reqs <-chan *ssh.Request, to ssh.Channel, fromClientSession bool, replyMu *sync.Mutex, forwarded func(reqType string)) {
 	for req := range reqs {
 		if fromClientSession && !r.maySessionRequest(req.Type) {
 			r.Log.Info("session request refused", "request", req.Type)
@@ -397,9 +406,15 @@ func (r *Relay) forwardRequests(reqs <-chan *ssh.Request, to ssh.Channel, fromCl
 			}
 			continue
 		}
+		if replyMu != nil {
+			replyMu.Lock()
+		}
 		ok, err := to.SendRequest(req.Type, req.WantReply, req.Payload)
 		if req.WantReply {
 			req.Reply(ok && err == nil, nil)
+		}
+		if replyMu != nil {
+			replyMu.Unlock()
 		}
 		if forwarded != nil {
 			forwarded(req.Type)

@@ -11,4 +11,21 @@
 //
 // Everything runs as root on loopback; the login nodes share this machine's
 // users and file system, which tests use to check what arrived "on the node".
+//
+// The pieces, in the order a test or the stack uses them:
+//
+//	keys, _ := harness.Keys(dir)                       // cluster host key + user CA, once
+//	harness.EnsureUnixUser("alice")                    // useradd -m, password field "*"
+//	alice, _ := harness.NewUser(dir, "alice", "pw", "nlp-lab") // key pair + argon2id hash
+//	harness.WriteUsersFile(usersYAML, alice)           // static directory file
+//	node, _ := harness.StartNode(ctx, harness.NodeOptions{Name: "login1",
+//		Addr: "127.0.1.1", Dir: dir, UserCAPub: keys.UserCAPub}) // real sshd
+//	gw, _ := harness.StartGateway(ctx, harness.GatewayOptions{Dir: dir,
+//		Config: harness.GatewayConfig{Keys: keys, UsersFile: usersYAML,
+//			Nodes: []harness.NodeEntry{node.Entry("general")}}}) // in-process gateway
+//	res := harness.Run(gw.Client(alice).SSH(ctx, "alice", "hostname"), nil) // real ssh
+//
+// WriteGatewayConfig alone writes the YAML (and the nodes' known_hosts) for
+// running the frontdoor binary instead. NodeEntry.KnownHosts can be replaced
+// to present a node whose host key does not match.
 package harness

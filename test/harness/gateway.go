@@ -410,4 +410,3 @@ func ReadAudit(path string) ([]audit.Event, error) {
 	}
 	return evs, nil
 }
-

@@ -19,7 +19,7 @@ func TestWriteGatewayConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := NewUser(filepath.Join(dir, "users"), "alice", "pw", "lab")
+	u, err := NewUser(filepath.Join(dir, "users"), "alice", "", "lab")
 	if err != nil {
 		t.Fatal(err)
 	}
