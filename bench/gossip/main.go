@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
@@ -69,6 +70,7 @@ type Result struct {
 	DeadNodeExclusionMS Dist         `json:"dead_node_exclusion_ms"`
 	Placement           []Placement  `json:"placement"`
 	Sticky              StickyResult `json:"sticky_reconnect"`
+	RefusedLogins       int          `json:"refused_logins"`
 	Targets             Targets      `json:"targets"`
 }
 
@@ -90,10 +92,13 @@ type Setup struct {
 }
 
 type Dist struct {
-	N   int     `json:"n"`
-	P50 float64 `json:"p50"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
+	N int `json:"n"`
+	// Missed counts trials that did not finish within the trial timeout;
+	// they are included in the quantiles at the timeout value.
+	Missed int     `json:"missed"`
+	P50    float64 `json:"p50"`
+	P99    float64 `json:"p99"`
+	Max    float64 `json:"max"`
 }
 
 type Placement struct {
@@ -152,12 +157,13 @@ func (a *agentSim) publish() error {
 }
 
 type bench struct {
-	o      opts
-	rnd    *mrand.Rand
-	key    string
-	gws    []*cluster.Cluster
-	agents []*agentSim
-	rcfg   route.Config
+	refused int // logins refused in bursts (no candidate): overload symptoms
+	o       opts
+	rnd     *mrand.Rand
+	key     string
+	gws     []*cluster.Cluster
+	agents  []*agentSim
+	rcfg    route.Config
 }
 
 func run(ctx context.Context, o opts) error {
@@ -236,6 +242,7 @@ func run(ctx context.Context, o opts) error {
 		logf("placement %-6s %-28s rate %5.0f/s: max/mean %.3f (max %d, mean %.1f; best possible %.3f)", p.Scenario, p.Strategy, p.RatePerS, p.MaxOnMean, p.Max, p.Mean, p.BestMaxOnMean)
 	}
 
+	res.RefusedLogins = b.refused
 	if res.DeadNodeExclusionMS, err = b.deadNodes(ctx); err != nil {
 		return err
 	}
@@ -329,6 +336,8 @@ func (b *bench) publishAll() {
 // holds the new value.
 func (b *bench) propagation(ctx context.Context) (Dist, error) {
 	var lat []float64
+	missed := 0
+	defer func() { logf("propagation: %d trials missed", missed) }()
 	for i := range b.o.trials {
 		a := b.agents[b.rnd.IntN(len(b.agents))]
 		marker := float64(1000 + i)
@@ -348,24 +357,24 @@ func (b *bench) propagation(ctx context.Context) (Dist, error) {
 			return true
 		})
 		if err != nil {
-			have := 0
-			for _, o := range b.agents {
-				if h, ok := o.c.HealthOf(a.name); ok && h.Load5 == marker {
-					have++
-				}
+			if ctx.Err() != nil {
+				return Dist{}, ctx.Err()
 			}
-			var gws []string
-			for _, gw := range b.gws {
-				h, ok := gw.HealthOf(a.name)
-				gws = append(gws, fmt.Sprintf("%s:%v/%v", gw.Name(), ok, h.Load5))
+			missed++
+			logf("propagation trial %d (%s): %v", i, a.name, err)
+			if missed >= 10 {
+				logf("propagation: giving up after %d misses: the machine is too loaded to measure", missed)
+				lat = append(lat, ms(time.Since(t0)))
+				break
 			}
-			return Dist{}, fmt.Errorf("propagation trial %d (%s, marker %v): %w; %d/%d agents have it; gateways %v", i, a.name, marker, err, have, len(b.agents), gws)
 		}
 		lat = append(lat, ms(time.Since(t0)))
 		// Spread trials over gossip rounds.
 		time.Sleep(time.Duration(b.rnd.IntN(50)) * time.Millisecond)
 	}
-	return dist(lat), nil
+	d := dist(lat)
+	d.Missed = missed
+	return d, nil
 }
 
 // deadNodes crashes agents one at a time and times until no gateway
@@ -531,6 +540,7 @@ func (b *bench) burst(ctx context.Context, scenario string, logins int, rate flo
 	errs := make([]error, g)
 	results := make([][]login, g)
 	interval := time.Duration(float64(time.Second) * float64(g) / rate)
+	var failed atomic.Int64
 	t0 := time.Now()
 	for gi := range g {
 		rnd := mrand.New(mrand.NewPCG(b.o.seed, uint64(gi)))
@@ -554,8 +564,9 @@ func (b *bench) burst(ctx context.Context, scenario string, logins int, rate flo
 					for _, v := range d.Verdicts {
 						why[v.Why]++
 					}
-					errs[gi] = fmt.Errorf("%s on %s: %w (verdicts %v)", user, gw.Name(), err, why)
-					return
+					logf("login %s on %s refused: %v (verdicts %v)", user, gw.Name(), err, why)
+					failed.Add(1)
+					continue
 				}
 				node := d.Order[0]
 				gw.NoteRouted(node)
@@ -570,6 +581,10 @@ func (b *bench) burst(ctx context.Context, scenario string, logins int, rate flo
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
+	}
+	if n := failed.Load(); n > 0 {
+		logf("%s burst at %.0f/s: %d logins refused", scenario, rate, n)
+		b.refused += int(n)
 	}
 	counts := make([]int, len(b.agents))
 	sessionsMu.Lock()
@@ -600,6 +615,16 @@ func (b *bench) sticky(ctx context.Context) (StickyResult, error) {
 			other.Nodes(), b.rcfg, rnd)
 		if err != nil {
 			return false, err
+		}
+		if d.Order[0] != l.node && os.Getenv("BENCH_DEBUG") != "" {
+			why := ""
+			for _, v := range d.Verdicts {
+				if v.Node == l.node {
+					why = v.Why
+				}
+			}
+			a := other.Affinity(l.user)
+			logf("debug sticky miss %s via %s: was %s, affinity %+v, reason %q, verdict %q", l.user, other.Name(), l.node, a, d.Reason, why)
 		}
 		return d.Order[0] == l.node, nil
 	}
@@ -681,7 +706,7 @@ func (b *bench) freshHealth(ctx context.Context) error {
 	time.Sleep(2 * time.Millisecond) // measurements strictly after earlier routing (ms clock)
 	since := time.Now()
 	b.publishAll()
-	return waitFor(ctx, 30*time.Second, func() error {
+	err := waitFor(ctx, 30*time.Second, func() error {
 		for _, gw := range b.gws {
 			for _, n := range gw.Nodes() {
 				if !n.Alive {
@@ -694,6 +719,11 @@ func (b *bench) freshHealth(ctx context.Context) error {
 		}
 		return nil
 	})
+	if err != nil && ctx.Err() == nil {
+		logf("warning: carrying on without fresh health everywhere: %v", err)
+		return nil
+	}
+	return err
 }
 
 func imbalance(initial, added []int) (int, float64) {

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -52,8 +51,8 @@ func (c *Cluster) addSession(user, node string, delta int) {
 	now := c.now()
 	c.mu.Lock()
 	var v sessionVal
-	if e := c.st.entries[key]; e != nil && !e.Del {
-		_ = json.Unmarshal(e.Val, &v) // our own encoding
+	if e := c.st.live(key); e != nil {
+		v, _ = decode[sessionVal](e)
 	}
 	v.N = max(v.N+delta, 0)
 	var val any = v
@@ -64,10 +63,10 @@ func (c *Cluster) addSession(user, node string, delta int) {
 	ae, err2 := c.st.put(kindAffinity+"/"+user, affinityVal{Node: node, Seen: now}, now)
 	c.mu.Unlock()
 	if err1 == nil {
-		c.broadcast(se)
+		c.send(se)
 	}
 	if err2 == nil {
-		c.broadcast(ae)
+		c.send(ae)
 	}
 }
 
@@ -114,12 +113,12 @@ func (c *Cluster) Banned(key string) (until time.Time, ok bool) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.st.entries[kindBan+"/"+key]
-	if e == nil || e.Del {
+	e := c.st.live(kindBan + "/" + key)
+	if e == nil {
 		return time.Time{}, false
 	}
-	var v banVal
-	if json.Unmarshal(e.Val, &v) != nil || !now.Before(v.Until) {
+	v, ok := decode[banVal](e)
+	if !ok || !now.Before(v.Until) {
 		return time.Time{}, false
 	}
 	return v.Until, true
@@ -133,23 +132,18 @@ func (c *Cluster) Affinity(user string) *route.Affinity {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	live := map[string]int{}
-	for k, e := range c.st.entries {
-		if e.Del || !strings.HasPrefix(k, kindSession+"/") {
+	for k, e := range c.st.userSess[user] {
+		gw, node, _, _ := splitSessionKey(k)
+		if !c.ownerAlive(gw) {
 			continue
 		}
-		gw, node, u, ok := splitSessionKey(k)
-		if !ok || u != user || !c.ownerAlive(gw) {
-			continue
-		}
-		var v sessionVal
-		if json.Unmarshal(e.Val, &v) == nil {
+		if v, ok := decode[sessionVal](e); ok && v.N > 0 {
 			live[node] += v.N
 		}
 	}
 	var a route.Affinity
-	if e := c.st.entries[kindAffinity+"/"+user]; e != nil && !e.Del {
-		var v affinityVal
-		if json.Unmarshal(e.Val, &v) == nil {
+	if e := c.st.live(kindAffinity + "/" + user); e != nil {
+		if v, ok := decode[affinityVal](e); ok {
 			a.Node, a.LastSeen = v.Node, v.Seen
 		}
 	}
@@ -187,30 +181,22 @@ func (c *Cluster) Nodes() []route.Node {
 		recv time.Time
 	}
 	health := map[string]hv{}
-	for k, e := range c.st.entries {
-		if e.Del {
-			continue
+	for k, e := range c.st.byKind[kindHealth] {
+		if h, ok := decode[Health](e); ok {
+			health[strings.TrimPrefix(k, kindHealth+"/")] = hv{h, e.recv}
 		}
-		kind, rest, _ := strings.Cut(k, "/")
-		switch kind {
-		case kindHealth:
-			var h Health
-			if json.Unmarshal(e.Val, &h) == nil {
-				health[rest] = hv{h, e.recv}
+	}
+	for k, e := range c.st.byKind[kindRouted] {
+		gw, node, _ := strings.Cut(strings.TrimPrefix(k, kindRouted+"/"), "/")
+		if v, ok := decode[routedVal](e); ok && c.ownerAlive(gw) {
+			for _, d := range v.D {
+				routed[node] = append(routed[node], v.Base+d)
 			}
-		case kindRouted:
-			gw, node, _ := strings.Cut(rest, "/")
-			var v routedVal
-			if c.ownerAlive(gw) && json.Unmarshal(e.Val, &v) == nil {
-				for _, d := range v.D {
-					routed[node] = append(routed[node], v.Base+d)
-				}
-			}
-		case kindDrain:
-			var v drainVal
-			if json.Unmarshal(e.Val, &v) == nil && v.Draining {
-				drained[rest] = true
-			}
+		}
+	}
+	for k, e := range c.st.byKind[kindDrain] {
+		if v, ok := decode[drainVal](e); ok && v.Draining {
+			drained[strings.TrimPrefix(k, kindDrain+"/")] = true
 		}
 	}
 	out := make([]route.Node, 0, len(health))
@@ -264,13 +250,9 @@ func (c *Cluster) Sessions() []Session {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Session
-	for k, e := range c.st.entries {
-		if e.Del || !strings.HasPrefix(k, kindSession+"/") {
-			continue
-		}
+	for k, e := range c.st.byKind[kindSession] {
 		gw, node, user, ok := splitSessionKey(k)
-		var v sessionVal
-		if ok && c.ownerAlive(gw) && json.Unmarshal(e.Val, &v) == nil && v.N > 0 {
+		if v, vok := decode[sessionVal](e); ok && vok && c.ownerAlive(gw) && v.N > 0 {
 			out = append(out, Session{Gateway: gw, Node: node, User: user, N: v.N})
 		}
 	}
@@ -284,12 +266,11 @@ func (c *Cluster) Sessions() []Session {
 func (c *Cluster) HealthOf(node string) (Health, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.st.entries[kindHealth+"/"+node]
-	if e == nil || e.Del {
+	e := c.st.live(kindHealth + "/" + node)
+	if e == nil {
 		return Health{}, false
 	}
-	var h Health
-	return h, json.Unmarshal(e.Val, &h) == nil
+	return decode[Health](e)
 }
 
 // ownerAlive reports whether the gateway owning a session or routing entry

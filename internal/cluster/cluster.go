@@ -2,9 +2,21 @@
 // hashicorp/memberlist gossip cluster and keeps the state they share: node
 // health, live sessions, user→node affinity, admin drains and bans.
 //
-// There is no central store: every member holds the whole (small) state,
-// changes travel as one-packet named broadcasts, and periodic TCP push/pull
-// repairs anything lost. See state.go for the merge rules.
+// There is no central store: every member holds the state, health travels
+// as one-packet named gossip broadcasts (and straight to the gateways),
+// gateway state goes straight to the other gateways, and periodic TCP
+// push/pull and gateway syncs repair anything lost. See state.go for the
+// merge rules and send.go for how entries travel.
+//
+// What a gateway calls:
+//
+//	c, err := cluster.Start(ctx, cfg, cluster.Options{Role: cluster.RoleGateway, Logger: log})
+//	defer c.Close()
+//	d, err := route.Decide(route.Request{User: u, Pools: pools, Explicit: node,
+//		Affinity: c.Affinity(u), Now: time.Now()}, c.Nodes(), routeCfg, rnd)
+//	c.NoteRouted(d.Order[0])          // before dialling, so other gateways see it
+//	end := c.StartSession(u, node)     // once the backend session is up
+//	defer end()
 package cluster
 
 import (

@@ -129,9 +129,10 @@ func pack(es []entry, limit int) [][]byte {
 	return out
 }
 
-// syncGateways sends this gateway's gateway state to every other gateway
-// over TCP: what changed since the previous sync (with a margin), and
-// everything every fullSyncEvery syncs. Agents do not take part.
+// syncGateways sends gateway state to every other gateway over TCP: the
+// entries this gateway wrote since the previous sync (with a margin) —
+// repairing its own lost direct packets without echoing everybody else's —
+// and all of it every fullSyncEvery syncs. Agents do not take part.
 func (c *Cluster) syncGateways() {
 	if c.role != RoleGateway {
 		return
@@ -144,7 +145,7 @@ func (c *Cluster) syncGateways() {
 	c.lastSync = now
 	var es []entry
 	for k, e := range c.st.entries {
-		if !epidemic(k) && (full || !e.recv.Before(since)) {
+		if !epidemic(k) && (full || (e.Origin == c.cfg.Name && !e.recv.Before(since))) {
 			es = append(es, *e)
 		}
 	}

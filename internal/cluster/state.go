@@ -49,6 +49,23 @@ type entry struct {
 	// recv is when this member took this version, by its own clock: health
 	// freshness and tombstone expiry are judged with it.
 	recv time.Time
+	// dec caches the decoded Val (see decode); entries are replaced, never
+	// changed, so the cache cannot go stale.
+	dec any
+}
+
+// decode returns Val decoded into a new T, cached. The caller holds the
+// lock guarding the store.
+func decode[T any](e *entry) (T, bool) {
+	if v, ok := e.dec.(T); ok {
+		return v, true
+	}
+	var v T
+	if e.Del || json.Unmarshal(e.Val, &v) != nil {
+		return v, false
+	}
+	e.dec = v
+	return v, true
 }
 
 // newer reports whether a wins over b under last-writer-wins.
@@ -116,10 +133,65 @@ type store struct {
 	cfg     Config // TTLs
 	clock   uint64
 	entries map[string]*entry
+	// Indexes over entries so reads on the login path touch only what
+	// they need: live (non-tombstone) entries by kind, and session keys by
+	// user.
+	byKind   map[string]map[string]*entry
+	userSess map[string]map[string]*entry
 }
 
 func newStore(self string, cfg Config) *store {
-	return &store{self: self, cfg: cfg, entries: make(map[string]*entry)}
+	return &store{self: self, cfg: cfg, entries: make(map[string]*entry),
+		byKind: make(map[string]map[string]*entry), userSess: make(map[string]map[string]*entry)}
+}
+
+// set stores e under its key and keeps the indexes.
+func (s *store) set(e *entry) {
+	s.unindex(e.Key)
+	s.entries[e.Key] = e
+	if e.Del {
+		return
+	}
+	kind, _, _ := strings.Cut(e.Key, "/")
+	if s.byKind[kind] == nil {
+		s.byKind[kind] = make(map[string]*entry)
+	}
+	s.byKind[kind][e.Key] = e
+	if kind == kindSession {
+		if _, _, user, ok := splitSessionKey(e.Key); ok {
+			if s.userSess[user] == nil {
+				s.userSess[user] = make(map[string]*entry)
+			}
+			s.userSess[user][e.Key] = e
+		}
+	}
+}
+
+// remove forgets key entirely.
+func (s *store) remove(key string) {
+	s.unindex(key)
+	delete(s.entries, key)
+}
+
+func (s *store) unindex(key string) {
+	kind, _, _ := strings.Cut(key, "/")
+	delete(s.byKind[kind], key)
+	if kind == kindSession {
+		if _, _, user, ok := splitSessionKey(key); ok {
+			delete(s.userSess[user], key)
+			if len(s.userSess[user]) == 0 {
+				delete(s.userSess, user)
+			}
+		}
+	}
+}
+
+// live returns the live entry at key, or nil.
+func (s *store) live(key string) *entry {
+	if e := s.entries[key]; e != nil && !e.Del {
+		return e
+	}
+	return nil
 }
 
 // tick returns a version for a local write at now.
@@ -142,7 +214,7 @@ func (s *store) put(key string, val any, now time.Time) (entry, error) {
 		e.Val = b
 	}
 	e.Ver = s.tick(now)
-	s.entries[key] = &e
+	s.set(&e)
 	return e, nil
 }
 
@@ -168,10 +240,10 @@ func (s *store) merge(in entry, now time.Time) (changed bool, answer []entry) {
 			out.Del = false
 		}
 		out.Ver = s.tick(now)
-		s.entries[in.Key] = &out
+		s.set(&out)
 		return false, []entry{out}
 	}
-	s.entries[in.Key] = &in
+	s.set(&in)
 	return true, nil
 }
 
@@ -183,17 +255,17 @@ func (s *store) gc(now time.Time, alive func(member string) bool) {
 	cfg := s.cfg
 	for k, e := range s.entries {
 		if o := owner(k); o != "" && o != s.self && !alive(o) && now.Sub(e.recv) > cfg.TombstoneTTL {
-			delete(s.entries, k)
+			s.remove(k)
 			continue
 		}
 		if e.Del {
 			if now.Sub(e.recv) > cfg.TombstoneTTL {
-				delete(s.entries, k)
+				s.remove(k)
 			}
 			continue
 		}
 		if expired(e, now, cfg) {
-			delete(s.entries, k)
+			s.remove(k)
 		}
 	}
 }
@@ -204,11 +276,11 @@ func expired(e *entry, now time.Time, cfg Config) bool {
 	kind, _, _ := strings.Cut(e.Key, "/")
 	switch kind {
 	case kindAffinity:
-		var v affinityVal
-		return json.Unmarshal(e.Val, &v) != nil || now.Sub(v.Seen) > cfg.AffinityTTL
+		v, ok := decode[affinityVal](e)
+		return !ok || now.Sub(v.Seen) > cfg.AffinityTTL
 	case kindBan:
-		var v banVal
-		return json.Unmarshal(e.Val, &v) != nil || now.After(v.Until)
+		v, ok := decode[banVal](e)
+		return !ok || now.After(v.Until)
 	case kindHealth:
 		return now.Sub(e.recv) > cfg.NodeTTL
 	}
@@ -219,7 +291,9 @@ func expired(e *entry, now time.Time, cfg Config) bool {
 func (s *store) snapshot() []entry {
 	out := make([]entry, 0, len(s.entries))
 	for _, e := range s.entries {
-		out = append(out, *e)
+		cp := *e
+		cp.dec = nil
+		out = append(out, cp)
 	}
 	return out
 }

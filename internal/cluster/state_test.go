@@ -91,7 +91,7 @@ func TestMerge(t *testing.T) {
 			for _, e := range tt.local {
 				e.recv = t0
 				cp := e
-				s.entries[e.Key] = &cp
+				s.set(&cp)
 				s.clock = max(s.clock, e.Ver)
 			}
 			for i, st := range tt.steps {
@@ -283,5 +283,60 @@ func TestPack(t *testing.T) {
 func TestEpidemic(t *testing.T) {
 	if !epidemic("h/n1") || epidemic("s/gw/n/u") || epidemic("a/u") || epidemic("hx/n") {
 		t.Fatal("epidemic classification wrong")
+	}
+}
+
+// checkIndexes recomputes the store's indexes from its entries.
+func checkIndexes(t *testing.T, s *store) {
+	t.Helper()
+	n := 0
+	for k, e := range s.entries {
+		kind, _, _ := strings.Cut(k, "/")
+		inKind := s.byKind[kind][k] == e
+		if inKind == e.Del {
+			t.Fatalf("byKind wrong for %s (deleted %v)", k, e.Del)
+		}
+		if !e.Del {
+			n++
+		}
+		if kind == kindSession {
+			_, _, user, _ := splitSessionKey(k)
+			if (s.userSess[user][k] == e) == e.Del {
+				t.Fatalf("userSess wrong for %s", k)
+			}
+		}
+	}
+	total := 0
+	for _, m := range s.byKind {
+		total += len(m)
+	}
+	if total != n {
+		t.Fatalf("byKind holds %d entries, want %d", total, n)
+	}
+}
+
+func TestIndexes(t *testing.T) {
+	s := newStore("me", DefaultConfig())
+	s.put("s/me/n1/alice", sessionVal{N: 1}, t0)
+	s.put("a/alice", affinityVal{Node: "n1", Seen: t0}, t0)
+	s.merge(entry{Key: "s/gw2/n1/alice", Ver: 1, Origin: "gw2", Val: val(t, sessionVal{N: 2})}, t0)
+	s.merge(entry{Key: "h/n1", Ver: 1, Origin: "n1", Val: val(t, Health{})}, t0)
+	checkIndexes(t, s)
+	if len(s.userSess["alice"]) != 2 {
+		t.Fatalf("alice sessions %v", s.userSess["alice"])
+	}
+	s.put("s/me/n1/alice", nil, t0)
+	s.merge(entry{Key: "s/gw2/n1/alice", Ver: uint64(t0.UnixNano()) + 10, Origin: "gw2", Del: true}, t0)
+	checkIndexes(t, s)
+	if len(s.userSess) != 0 {
+		t.Fatalf("userSess not emptied: %v", s.userSess)
+	}
+	if v, ok := decode[Health](s.entries["h/n1"]); !ok || s.entries["h/n1"].dec == nil {
+		t.Fatalf("decode cache: %v %v", v, ok)
+	}
+	s.gc(t0.Add(48*time.Hour), func(string) bool { return false })
+	checkIndexes(t, s)
+	if len(s.entries) != 0 {
+		t.Fatalf("left after gc: %d", len(s.entries))
 	}
 }
