@@ -17,7 +17,10 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/alexedwards/argon2id"
+
 	"github.com/frontdoor-hpc/frontdoor/internal/ca"
+	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
@@ -80,6 +83,16 @@ type testGateway struct {
 
 func startTestGateway(t *testing.T, nodes string, gatewayExtra ...string) *testGateway {
 	t.Helper()
+	return startTestGatewayIn(t, nil, "", nodes, gatewayExtra...)
+}
+
+// alicePassword is alice's password in the test users file.
+const alicePassword = "correct horse battery"
+
+// startTestGatewayIn starts a test gateway that is a member of cl (may be
+// nil), with extra top-level YAML (e.g. a throttle section).
+func startTestGatewayIn(t *testing.T, cl *cluster.Cluster, extraYAML, nodes string, gatewayExtra ...string) *testGateway {
+	t.Helper()
 	dir := t.TempDir()
 	hostPub, err := ca.GenerateKeyFile(filepath.Join(dir, "host"), "")
 	if err != nil {
@@ -90,8 +103,12 @@ func startTestGateway(t *testing.T, nodes string, gatewayExtra ...string) *testG
 	}
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	userKey, _ := ssh.NewSignerFromKey(priv)
-	users := fmt.Sprintf("users:\n  - {name: alice, groups: [lab], keys: ['%s']}\n  - {name: mallory, groups: [outsiders], keys: ['%s']}\n",
-		strings.TrimSpace(string(ssh.MarshalAuthorizedKey(userKey.PublicKey()))),
+	pwHash, err := argon2id.CreateHash(alicePassword, &argon2id.Params{Memory: 1024, Iterations: 1, Parallelism: 1, SaltLength: 16, KeyLength: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := fmt.Sprintf("users:\n  - {name: alice, groups: [lab], keys: ['%s'], password_hash: '%s'}\n  - {name: mallory, groups: [outsiders], keys: ['%s']}\n",
+		strings.TrimSpace(string(ssh.MarshalAuthorizedKey(userKey.PublicKey()))), pwHash,
 		strings.TrimSpace(string(ssh.MarshalAuthorizedKey(userKey.PublicKey()))))
 	os.WriteFile(filepath.Join(dir, "users.yaml"), []byte(users), 0o600)
 	os.WriteFile(filepath.Join(dir, "known_hosts"), nil, 0o600)
@@ -104,7 +121,7 @@ policy:
   rules:
     - {name: lab, groups: [lab], pools: [general]}
 audit: {file: audit.jsonl}
-`
+` + extraYAML
 	cfg, err := config.Parse(filepath.Join(dir, "gateway.yaml"), []byte(yml))
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +130,7 @@ audit: {file: audit.jsonl}
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Directory: d})
+	gw, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Directory: d, Cluster: cl})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -359,9 +359,9 @@ func (l *login) passwordLogin(typed, pw, method string) (*ssh.Permissions, error
 	if l.resolveName(typed) == nil {
 		key = l.ident.Name
 	}
-	if wait, ok := l.g.throttle.Check(key, src); !ok {
+	if wait, why, ok := l.g.mayTryPassword(key, src); !ok {
 		l.name = name
-		l.auditAuth(method, nil, "fail", fmt.Sprintf("throttled for %s after repeated failures", wait.Round(time.Second)))
+		l.auditAuth(method, nil, "fail", fmt.Sprintf("%s for %s after repeated failures", why, wait.Round(time.Second)))
 		return nil, errAuth
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, 15*time.Second)
@@ -370,7 +370,7 @@ func (l *login) passwordLogin(typed, pw, method string) (*ssh.Permissions, error
 	if err != nil {
 		l.name = name
 		if !errors.Is(err, directory.ErrUnavailable) {
-			l.g.throttle.Failure(key, src)
+			l.g.passwordFailed(key, src)
 		}
 		l.auditAuth(method, nil, "fail", directory.Reason(err))
 		return nil, errAuth
