@@ -51,6 +51,11 @@ type result struct {
 	// CPU seconds the gateway process spent per GiB relayed (user+system),
 	// over all gateway transfers.
 	GwCPUPerGiB float64 `json:"gateway_cpu_s_per_gib"`
+	// CPU seconds sshd's session processes (and the remote cat/head they
+	// ran) spent per GiB in the direct transfers: one side of the crypto a
+	// relay does on both sides, done by OpenSSH, as a yardstick that
+	// machine load inflates the same way.
+	SSHDCPUPerGiB float64 `json:"sshd_cpu_s_per_gib_direct"`
 	// `ssh HOST true`, milliseconds, median and p90 of LatencyN runs each.
 	LatencyN      int     `json:"latency_runs"`
 	DirectTrueP50 float64 `json:"direct_true_ms_p50"`
@@ -213,18 +218,28 @@ func run(ctx context.Context, out, bin string, sizeMiB, reps, latN, idleN int) e
 		}
 		return float64(sizeMiB) / time.Since(start).Seconds(), nil
 	}
-	var gwCPU float64
-	var gwBytes int64
+	var gwCPU, sshdCPU float64
+	var gwBytes, directBytes int64
 	for _, up := range []bool{true, false} {
 		var d, g []float64
 		// Interleave, so that drifting machine load hits both alike.
 		for i := 0; i < reps; i++ {
+			before, err := childCPUSeconds(node.PID())
+			if err != nil {
+				return err
+			}
 			v, err := transfer(direct, up)
 			if err != nil {
 				return fmt.Errorf("direct transfer: %w", err)
 			}
+			after, err := childCPUSeconds(node.PID())
+			if err != nil {
+				return err
+			}
+			sshdCPU += after - before
+			directBytes += size
 			d = append(d, v)
-			before, err := cpuSeconds(gw.Process.Pid)
+			before, err = cpuSeconds(gw.Process.Pid)
 			if err != nil {
 				return err
 			}
@@ -232,7 +247,7 @@ func run(ctx context.Context, out, bin string, sizeMiB, reps, latN, idleN int) e
 			if err != nil {
 				return fmt.Errorf("gateway transfer: %w", err)
 			}
-			after, err := cpuSeconds(gw.Process.Pid)
+			after, err = cpuSeconds(gw.Process.Pid)
 			if err != nil {
 				return err
 			}
@@ -249,6 +264,7 @@ func run(ctx context.Context, out, bin string, sizeMiB, reps, latN, idleN int) e
 	}
 	r.UpRatio, r.DownRatio = r.GwUp/r.DirectUp, r.GwDown/r.DirectDown
 	r.GwCPUPerGiB = gwCPU / (float64(gwBytes) / (1 << 30))
+	r.SSHDCPUPerGiB = sshdCPU / (float64(directBytes) / (1 << 30))
 
 	var dl, gl []float64
 	for i := 0; i < latN; i++ {
@@ -394,7 +410,7 @@ func markdown(r result) string {
 	fmt.Fprintf(&b, "| download MiB/s | %.0f | %.0f | %.2f | ≥ 0.9 |\n", r.DirectDown, r.GwDown, r.DownRatio)
 	fmt.Fprintf(&b, "| `ssh HOST true` ms p50 (%d runs) | %.1f | %.1f | %.2f | ≤ 1.1 |\n", r.LatencyN, r.DirectTrueP50, r.GwTrueP50, r.LatencyRatio)
 	fmt.Fprintf(&b, "| `ssh HOST true` ms p90 | %.1f | %.1f | %.2f | |\n", r.DirectTrueP90, r.GwTrueP90, r.GwTrueP90/r.DirectTrueP90)
-	fmt.Fprintf(&b, "| gateway CPU s per GiB relayed | | %.2f | | ≤ 1.5 |\n", r.GwCPUPerGiB)
+	fmt.Fprintf(&b, "| CPU s per GiB: sshd direct / gateway relay | %.2f | %.2f | %.2f | gateway ≤ 1.5 |\n", r.SSHDCPUPerGiB, r.GwCPUPerGiB, r.GwCPUPerGiB/r.SSHDCPUPerGiB)
 	fmt.Fprintf(&b, "| gateway KiB per idle session, live heap + stacks after GC (%d sessions) | | %.1f | | ≤ 64 |\n", r.IdleSessions, r.IdleLiveKiBPerSess)
 	fmt.Fprintf(&b, "| gateway KiB per idle session, RSS growth (incl. uncollected garbage) | | %.1f | | |\n", r.IdleKiBPerSess)
 	fmt.Fprintf(&b, "| gateway goroutines per idle session | | %.1f | | |\n\n", r.IdleGoroutines)
@@ -426,7 +442,15 @@ func writeZeros(path string, mib int) error {
 }
 
 // cpuSeconds is user+system CPU time of a process, from /proc.
-func cpuSeconds(pid int) (float64, error) {
+func cpuSeconds(pid int) (float64, error) { return statCPU(pid, 11) }
+
+// childCPUSeconds is the CPU time of a process's exited and reaped
+// children: for sshd's listener, its finished sessions.
+func childCPUSeconds(pid int) (float64, error) { return statCPU(pid, 13) }
+
+// statCPU sums two consecutive clock-tick fields of /proc/PID/stat, counted
+// from the field after the command name.
+func statCPU(pid, field int) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -439,8 +463,8 @@ func cpuSeconds(pid int) (float64, error) {
 		return 0, errors.New("bad /proc stat")
 	}
 	f := strings.Fields(s[i+2:])
-	ut, err1 := strconv.ParseFloat(f[11], 64)
-	st, err2 := strconv.ParseFloat(f[12], 64)
+	ut, err1 := strconv.ParseFloat(f[field], 64)
+	st, err2 := strconv.ParseFloat(f[field+1], 64)
 	if err := errors.Join(err1, err2); err != nil {
 		return 0, err
 	}
