@@ -412,7 +412,6 @@ func markdown(r result) string {
 	fmt.Fprintf(&b, "| `ssh HOST true` ms p90 | %.1f | %.1f | %.2f | |\n", r.DirectTrueP90, r.GwTrueP90, r.GwTrueP90/r.DirectTrueP90)
 	fmt.Fprintf(&b, "| CPU s per GiB: sshd direct / gateway relay | %.2f | %.2f | %.2f | gateway ≤ 1.5 |\n", r.SSHDCPUPerGiB, r.GwCPUPerGiB, r.GwCPUPerGiB/r.SSHDCPUPerGiB)
 	fmt.Fprintf(&b, "| gateway KiB per idle session, live heap + stacks after GC (%d sessions) | | %.1f | | ≤ 64 |\n", r.IdleSessions, r.IdleLiveKiBPerSess)
-	fmt.Fprintf(&b, "| gateway KiB per idle session, RSS growth (incl. uncollected garbage) | | %.1f | | |\n", r.IdleKiBPerSess)
 	fmt.Fprintf(&b, "| gateway goroutines per idle session | | %.1f | | |\n\n", r.IdleGoroutines)
 	return b.String()
 }
