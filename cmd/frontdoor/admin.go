@@ -11,6 +11,8 @@ import (
 	"os"
 	"text/tabwriter"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 )
 
 func init() {
@@ -33,25 +35,7 @@ func runNodes(ctx context.Context, args []string) error {
 	if *asJSON {
 		return adminGet(ctx, *addr, "/v1/nodes", nil, os.Stdout)
 	}
-	var ns []struct {
-		Name           string    `json:"name"`
-		Pool           string    `json:"pool"`
-		Addr           string    `json:"addr"`
-		Alive          bool      `json:"alive"`
-		SSHDUp         bool      `json:"sshd_up"`
-		Draining       bool      `json:"draining"`
-		HealthAt       time.Time `json:"health_at"`
-		Sessions       int       `json:"sessions"`
-		Users          int       `json:"users"`
-		Load1          float64   `json:"load1"`
-		CPUs           int       `json:"cpus"`
-		MemAvailFrac   float64   `json:"mem_avail_frac"`
-		CPUPressure    float64   `json:"cpu_pressure"`
-		MemPressure    float64   `json:"mem_pressure"`
-		RecentlyRouted int       `json:"recently_routed"`
-		Score          float64   `json:"score"`
-		Here           int       `json:"sessions_here"`
-	}
+	var ns []gateway.NodeInfo
 	if err := adminGet(ctx, *addr, "/v1/nodes", &ns, nil); err != nil {
 		return err
 	}
@@ -170,17 +154,7 @@ func runSessions(ctx context.Context, args []string) error {
 	if *asJSON {
 		return adminGet(ctx, *addr, "/v1/sessions", nil, os.Stdout)
 	}
-	var ss []struct {
-		ID        string    `json:"id"`
-		User      string    `json:"user"`
-		Node      string    `json:"node"`
-		Src       string    `json:"src"`
-		Method    string    `json:"method"`
-		Started   time.Time `json:"started"`
-		BytesUp   int64     `json:"bytes_up"`
-		BytesDown int64     `json:"bytes_down"`
-		Channels  int64     `json:"channels"`
-	}
+	var ss []gateway.SessionInfo
 	if err := adminGet(ctx, *addr, "/v1/sessions", &ss, nil); err != nil {
 		return err
 	}
