@@ -172,7 +172,27 @@ func (c *Cluster) join(ctx context.Context, seeds []string) error {
 	return nil
 }
 
-// loop expires state and rejoins while alone, until Close.
+// missingSeeds returns the configured seeds that are not live members
+// (this member itself excluded). Seeds that do not resolve are retried.
+func (c *Cluster) missingSeeds() []string {
+	if len(c.cfg.Join) == 0 {
+		return nil
+	}
+	live := map[string]bool{}
+	for _, m := range c.ml.Members() {
+		live[net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))] = true
+	}
+	var missing []string
+	for _, seed := range c.cfg.Join {
+		a, err := net.ResolveTCPAddr("tcp", seed)
+		if err != nil || !live[net.JoinHostPort(a.IP.String(), strconv.Itoa(a.Port))] {
+			missing = append(missing, seed)
+		}
+	}
+	return missing
+}
+
+// loop expires state and rejoins missing seeds, until Close.
 func (c *Cluster) loop() {
 	defer c.wg.Done()
 	gc := time.NewTicker(5 * time.Second)
@@ -192,10 +212,17 @@ func (c *Cluster) loop() {
 			c.st.gc(c.now(), func(name string) bool { _, ok := c.alive[name]; return ok })
 			c.mu.Unlock()
 		case <-rejoin.C:
-			if len(c.cfg.Join) > 0 && c.numMembers.Load() <= 1 {
+			// Join every seed that is not a live member, not only when
+			// alone: agents are never alone (they see each other), and
+			// memberlist never contacts a member it declared dead, so
+			// gateways that all restarted after the agents marked them
+			// failed would otherwise stay split from the agents for good.
+			// One push/pull per missing seed per interval, only while a
+			// seed is missing.
+			if seeds := c.missingSeeds(); len(seeds) > 0 {
 				ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RejoinInterval)
-				if err := c.join(ctx, c.cfg.Join); err != nil {
-					c.log.Debug("cluster rejoin failed", "err", err)
+				if err := c.join(ctx, seeds); err != nil {
+					c.log.Debug("cluster rejoin failed", "seeds", seeds, "err", err)
 				}
 				cancel()
 			}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -395,6 +396,11 @@ func (g *Gateway) Drain(node string, drain bool, by string) error {
 	}
 	if !config.ValidNodeName(node) {
 		return fmt.Errorf("invalid node name %q", node)
+	}
+	// A typo must not "succeed" by draining nothing. Undrain stays allowed
+	// for names no agent reports any more, to clear a stale drain.
+	if drain && !slices.ContainsFunc(g.router.Nodes(), func(n route.Node) bool { return n.Name == node }) {
+		return fmt.Errorf("no login node named %q is known to this gateway (see frontdoor nodes)", node)
 	}
 	return g.cluster.Drain(node, drain, by)
 }

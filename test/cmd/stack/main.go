@@ -280,7 +280,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		}
 		patch := map[string]any{"cluster": map[string]any{
 			"name": name, "bind_addr": "127.0.0.1", "bind_port": gossipPorts[i-1],
-			"join": gossipAddrs[:i-1], "secret_keys": []string{gossipKey}, "label": "frontdoor-stack",
+			"join": others(gossipAddrs, i-1), "secret_keys": []string{gossipKey}, "label": "frontdoor-stack",
 		}}
 		if adSection != nil {
 			patch["directory"] = map[string]any{"kind": "ad", "ad": adSection}
@@ -527,6 +527,13 @@ func persistentKey(path string) (string, error) {
 	}
 	s := base64.StdEncoding.EncodeToString(k)
 	return s, os.WriteFile(path, []byte(s+"\n"), 0o600)
+}
+
+// others is addrs without addrs[i]: every gateway seeds with all the
+// others, so any of them can restart alone and find the cluster again.
+func others(addrs []string, i int) []string {
+	out := append([]string(nil), addrs[:i]...)
+	return append(out, addrs[i+1:]...)
 }
 
 // freePort returns a port free on host now (for gossip, which needs its
