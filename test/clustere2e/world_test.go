@@ -5,12 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -203,7 +201,7 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 		if o.route != nil {
 			patch["route"] = o.route
 		}
-		if err := patchYAML(cfg, patch); err != nil {
+		if err := harness.PatchConfig(cfg, patch); err != nil {
 			t.Fatal(err)
 		}
 		g.cfg, g.log = cfg, filepath.Join(gdir, "gateway.log")
@@ -414,7 +412,7 @@ func (v view) usable(node string) error {
 
 func (w *world) fetchView(ctx context.Context, g *gw) (view, error) {
 	var ns []nodeInfo
-	if err := getJSON(ctx, "http://"+g.admin+"/v1/nodes", &ns); err != nil {
+	if err := harness.GetJSON(ctx, "http://"+g.admin+"/v1/nodes", &ns); err != nil {
 		return nil, err
 	}
 	v := view{}
@@ -464,7 +462,7 @@ type decision struct {
 }
 
 func (w *world) explain(ctx context.Context, g *gw, login string) (decision, error) {
-	body, err := get(ctx, "http://"+g.admin+"/v1/explain?user="+url.QueryEscape(login))
+	body, err := harness.HTTPGet(ctx, "http://"+g.admin+"/v1/explain?user="+url.QueryEscape(login))
 	if err != nil {
 		return decision{}, err
 	}
@@ -811,53 +809,4 @@ func freeAddr(t *testing.T, host string) string {
 	}
 	t.Fatalf("no fresh free port on %s", host)
 	return ""
-}
-
-// patchYAML replaces top-level sections of a YAML file.
-func patchYAML(path string, sections map[string]any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return err
-	}
-	for k, v := range sections {
-		doc[k] = v
-	}
-	if b, err = yaml.Marshal(doc); err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o600)
-}
-
-func get(ctx context.Context, url string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s: %s: %s", url, resp.Status, b)
-	}
-	return string(b), nil
-}
-
-func getJSON(ctx context.Context, url string, v any) error {
-	body, err := get(ctx, url)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal([]byte(body), v)
 }

@@ -16,10 +16,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -356,11 +354,11 @@ func idleMemory(ctx context.Context, r *result, pid int, admin, addr string, hos
 // that stays idle.
 func liveMemory(ctx context.Context, admin string) (bytes, goroutines float64, err error) {
 	for range 4 {
-		if _, err := httpGet(ctx, "http://"+admin+"/debug/pprof/heap?gc=1"); err != nil {
+		if _, err := harness.HTTPGet(ctx, "http://"+admin+"/debug/pprof/heap?gc=1"); err != nil {
 			return 0, 0, err
 		}
 	}
-	m, err := httpGet(ctx, "http://"+admin+"/metrics")
+	m, err := harness.HTTPGet(ctx, "http://"+admin+"/metrics")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -374,25 +372,6 @@ func liveMemory(ctx context.Context, admin string) (bytes, goroutines float64, e
 		}
 	}
 	return vals["go_memstats_heap_alloc_bytes"] + vals["go_memstats_stack_inuse_bytes"], vals["go_goroutines"], nil
-}
-
-func httpGet(ctx context.Context, url string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return string(b), err
 }
 
 func abs(x int64) int64 {

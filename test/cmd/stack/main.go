@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -285,7 +284,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		if adSection != nil {
 			patch["directory"] = map[string]any{"kind": "ad", "ad": adSection}
 		}
-		if err := patchConfig(cfg, patch); err != nil {
+		if err := harness.PatchConfig(cfg, patch); err != nil {
 			return err
 		}
 		logPath := filepath.Join(gdir, "gateway.log")
@@ -337,7 +336,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 				Alive  bool   `json:"alive"`
 				SSHDUp bool   `json:"sshd_up"`
 			}
-			if err := getJSON(startCtx, "http://"+g.Admin+"/v1/nodes", &nodes); err != nil {
+			if err := harness.GetJSON(startCtx, "http://"+g.Admin+"/v1/nodes", &nodes); err != nil {
 				return err
 			}
 			up := 0
@@ -426,25 +425,6 @@ func ignoreExists(err error) error {
 	return err
 }
 
-// patchConfig replaces top-level sections of a gateway config file.
-func patchConfig(path string, sections map[string]any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return err
-	}
-	for k, v := range sections {
-		doc[k] = v
-	}
-	if b, err = yaml.Marshal(doc); err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o600)
-}
-
 // startDaemon starts a child logging to logPath; it is stopped with
 // SIGTERM (SIGKILL after 10 s) at cleanup.
 func (s *stack) startDaemon(logPath string, name string, args ...string) (int, error) {
@@ -496,24 +476,6 @@ func (s *stack) startProcess(ctx context.Context, logPath, addr string, name str
 		return c.Close()
 	})
 	return pid, err
-}
-
-func getJSON(ctx context.Context, url string, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
 }
 
 // persistentKey returns the base64 gossip key stored at path, creating it.
