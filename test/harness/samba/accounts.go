@@ -36,7 +36,14 @@ const (
 
 // admin returns an LDAPS connection bound as Administrator.
 func (dc *DC) admin(ctx context.Context) (*ldap.Conn, error) {
-	conn, err := dc.Dial(ctx)
+	// A loaded DC may time a handshake out: try a few times.
+	var conn *ldap.Conn
+	var err error
+	for try := 0; try < 3; try++ {
+		if conn, err = dc.Dial(ctx); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("samba: connect: %w", err)
 	}

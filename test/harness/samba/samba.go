@@ -408,7 +408,9 @@ func (dc *DC) Dial(ctx context.Context) (*ldap.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &net.Dialer{Timeout: 2 * time.Second}
+	// Generous: connect plus TLS handshake, and samba answers slowly while
+	// other test packages provision their DCs on the same two cores.
+	d := &net.Dialer{Timeout: 15 * time.Second}
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d.Timeout {
 		d.Timeout = time.Until(dl)
 	}
