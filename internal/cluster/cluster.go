@@ -178,9 +178,11 @@ func (c *Cluster) missingSeeds() []string {
 	if len(c.cfg.Join) == 0 {
 		return nil
 	}
+	// From our own member table (copied under c.mu): memberlist's Members()
+	// hands out nodes it keeps changing under its own lock.
 	live := map[string]bool{}
-	for _, m := range c.ml.Members() {
-		live[net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))] = true
+	for _, m := range c.Members() {
+		live[m.Addr] = true
 	}
 	var missing []string
 	for _, seed := range c.cfg.Join {
