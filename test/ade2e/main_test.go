@@ -28,7 +28,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -112,18 +111,8 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	var missing []string
-	for _, p := range requiredPrograms {
-		if _, err := exec.LookPath(p); err != nil {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: ade2e prerequisites missing: %s (run `make deps`)\n", strings.Join(missing, ", "))
-		return 1
-	}
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "FAIL: ade2e tests start sshd, samba and create users: they must run as root")
+	if err := harness.Prerequisites(requiredPrograms...); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: ade2e: %v\n", err)
 		return 1
 	}
 	var err error

@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -48,18 +47,8 @@ var requiredPrograms = []string{harness.SSHDPath, "ssh", "ssh-keygen", "useradd"
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
 func runMain(m *testing.M) int {
-	var missing []string
-	for _, p := range requiredPrograms {
-		if _, err := exec.LookPath(p); err != nil {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: clustere2e prerequisites missing: %s (run `make deps`)\n", strings.Join(missing, ", "))
-		return 1
-	}
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "FAIL: clustere2e starts sshd and creates users: it must run as root")
+	if err := harness.Prerequisites(requiredPrograms...); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: clustere2e: %v\n", err)
 		return 1
 	}
 	var err error

@@ -72,18 +72,8 @@ func TestMain(m *testing.M) {
 func runMain(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var missing []string
-	for _, p := range requiredPrograms {
-		if _, err := exec.LookPath(p); err != nil {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: e2e prerequisites missing: %s (run `make deps`)\n", strings.Join(missing, ", "))
-		return 1
-	}
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "FAIL: e2e tests start sshd and create users: they must run as root")
+	if err := harness.Prerequisites(requiredPrograms...); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: e2e: %v\n", err)
 		return 1
 	}
 	var err error

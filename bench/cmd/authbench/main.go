@@ -24,7 +24,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -409,7 +408,7 @@ func latency(ctx context.Context, n int, fn func(i int) error) (Latency, error) 
 
 // rate runs conc clients logging in back to back for dur against g.
 func (b *bench) rate(ctx context.Context, g *gw, conc int, dur time.Duration, who func(i int) (string, ssh.AuthMethod)) (Rate, error) {
-	gcpu0, _ := cpuSeconds(g.cmd.Process.Pid)
+	gcpu0, _ := harness.ProcessCPU(g.cmd.Process.Pid)
 	dcpu0 := groupCPU(b.dc.PID())
 	var ok, failed atomic.Int64
 	var seq atomic.Int64
@@ -445,7 +444,7 @@ func (b *bench) rate(ctx context.Context, g *gw, conc int, dur time.Duration, wh
 	}
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
-	gcpu1, _ := cpuSeconds(g.cmd.Process.Pid)
+	gcpu1, _ := harness.ProcessCPU(g.cmd.Process.Pid)
 	dcpu1 := groupCPU(b.dc.PID())
 	r := Rate{Concurrency: conc, Seconds: round(elapsed), Logins: ok.Load(), Errors: failed.Load()}
 	if r.Logins == 0 {
@@ -504,28 +503,6 @@ func percentile(v []float64, p float64) float64 {
 
 func round(x float64) float64 { return math.Round(x*100) / 100 }
 
-// cpuSeconds is user+system CPU time of a process, from /proc.
-func cpuSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("bad /proc stat")
-	}
-	f := strings.Fields(s[i+2:])
-	// utime and stime are fields 14 and 15 of the line, 12 and 13 here.
-	ut, err1 := strconv.ParseFloat(f[11], 64)
-	st, err2 := strconv.ParseFloat(f[12], 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	const clkTck = 100 // USER_HZ on Linux
-	return (ut + st) / clkTck, nil
-}
-
 // groupCPU is the CPU time of every live process in process group pgid (the
 // DC and its workers).
 func groupCPU(pgid int) float64 {
@@ -553,7 +530,7 @@ func groupCPU(pgid int) float64 {
 		if len(f) < 13 || f[2] != strconv.Itoa(pgid) {
 			continue
 		}
-		if c, err := cpuSeconds(pid); err == nil {
+		if c, err := harness.ProcessCPU(pid); err == nil {
 			total += c
 		}
 	}

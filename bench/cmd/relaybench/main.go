@@ -222,7 +222,7 @@ func run(ctx context.Context, out, bin string, sizeMiB, reps, latN, idleN int) e
 		var d, g []float64
 		// Interleave, so that drifting machine load hits both alike.
 		for i := 0; i < reps; i++ {
-			before, err := childCPUSeconds(node.PID())
+			before, err := harness.ChildrenCPU(node.PID())
 			if err != nil {
 				return err
 			}
@@ -230,14 +230,14 @@ func run(ctx context.Context, out, bin string, sizeMiB, reps, latN, idleN int) e
 			if err != nil {
 				return fmt.Errorf("direct transfer: %w", err)
 			}
-			after, err := childCPUSeconds(node.PID())
+			after, err := harness.ChildrenCPU(node.PID())
 			if err != nil {
 				return err
 			}
 			sshdCPU += after - before
 			directBytes += size
 			d = append(d, v)
-			before, err = cpuSeconds(gw.Process.Pid)
+			before, err = harness.ProcessCPU(gw.Process.Pid)
 			if err != nil {
 				return err
 			}
@@ -245,7 +245,7 @@ func run(ctx context.Context, out, bin string, sizeMiB, reps, latN, idleN int) e
 			if err != nil {
 				return fmt.Errorf("gateway transfer: %w", err)
 			}
-			after, err = cpuSeconds(gw.Process.Pid)
+			after, err = harness.ProcessCPU(gw.Process.Pid)
 			if err != nil {
 				return err
 			}
@@ -417,37 +417,6 @@ func writeZeros(path string, mib int) error {
 		}
 	}
 	return f.Close()
-}
-
-// cpuSeconds is user+system CPU time of a process, from /proc.
-func cpuSeconds(pid int) (float64, error) { return statCPU(pid, 11) }
-
-// childCPUSeconds is the CPU time of a process's exited and reaped
-// children: for sshd's listener, its finished sessions.
-func childCPUSeconds(pid int) (float64, error) { return statCPU(pid, 13) }
-
-// statCPU sums two consecutive clock-tick fields of /proc/PID/stat, counted
-// from the field after the command name.
-func statCPU(pid, field int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the parenthesised command name; utime and stime are
-	// fields 14 and 15 (1-based) of the whole line.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("bad /proc stat")
-	}
-	f := strings.Fields(s[i+2:])
-	ut, err1 := strconv.ParseFloat(f[field], 64)
-	st, err2 := strconv.ParseFloat(f[field+1], 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	const clkTck = 100 // USER_HZ on Linux
-	return (ut + st) / clkTck, nil
 }
 
 func rssKiB(pid int) (int64, error) {
