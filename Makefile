@@ -15,7 +15,7 @@ STATE_DIR ?= $(CURDIR)/.stack
 # Debian packages: OpenSSH server and client for the login nodes and the
 # tests' clients, rsync/socat for the tests, Samba for a real AD domain
 # controller. No winbind: login-node users stay in /etc/passwd (see README).
-APT_PACKAGES := openssh-server openssh-client rsync socat samba samba-ad-provision samba-dsdb-modules ldb-tools \
+APT_PACKAGES := openssh-server openssh-client rsync socat samba samba-ad-provision samba-dsdb-modules samba-vfs-modules ldb-tools \
 	ca-certificates procps psmisc iproute2 curl
 
 .PHONY: deps build test run bench lint clean
