@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/admin"
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
@@ -106,13 +107,16 @@ func runConfigCheck(_ context.Context, args []string) error {
 		return fmt.Errorf("%w: frontdoor config check FILE", errUsage)
 	}
 	cfg, err := config.Load(fs.Arg(0))
-	if err != nil {
-		return err
+	if err == nil && cfg.Directory.Kind == "static" {
+		_, err = static.New(cfg.Directory.Static.File)
 	}
-	if cfg.Directory.Kind == "static" {
-		if _, err := static.New(cfg.Directory.Static.File); err != nil {
-			return err
+	if err != nil {
+		// One problem per line, each "file:line: key: problem", so an
+		// editor can jump to it.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintln(os.Stderr, line)
 		}
+		return errReported
 	}
 	fmt.Printf("%s: ok (%d nodes, %d policy rules, directory %s)\n", fs.Arg(0), len(cfg.Nodes), len(cfg.Policy.Rules), cfg.Directory.Kind)
 	return nil

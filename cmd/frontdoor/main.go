@@ -33,6 +33,10 @@ func register(name, summary string, run func(ctx context.Context, args []string)
 // errUsage marks errors that should be followed by the usage text and exit 2.
 var errUsage = errors.New("usage")
 
+// errReported is returned by a command that already printed its errors:
+// main only exits 1.
+var errReported = errors.New("errors reported")
+
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: frontdoor <command> [flags]\n\ncommands:")
 	names := make([]string, 0, len(commands))
@@ -70,6 +74,8 @@ func main() {
 	case err == nil:
 	case errors.Is(err, flag.ErrHelp):
 		os.Exit(2)
+	case errors.Is(err, errReported):
+		os.Exit(1)
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(os.Stderr, "frontdoor %s: %v\n", name, err)
 		os.Exit(2)

@@ -1,16 +1,14 @@
 package agent
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
+	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf"
 )
 
 // DefaultConfigPath is where `frontdoor agent` looks without --config.
@@ -77,10 +75,8 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, fmt.Errorf("agent config: %w", err)
 	}
 	cfg := DefaultConfig()
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
-		return Config{}, fmt.Errorf("agent config %s: %w", path, err)
+	if _, err := yamlconf.Decode(path, b, &cfg); err != nil {
+		return Config{}, fmt.Errorf("agent config: %w", err)
 	}
 	cfg.normalize()
 	if err := cfg.Validate(); err != nil {

@@ -4,7 +4,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -12,17 +11,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
 	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
+	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf"
 )
 
 // DefaultPath is where the gateway looks for its configuration.
@@ -47,7 +44,7 @@ type Config struct {
 
 	// path and lines remember where things were written, for error messages.
 	path  string
-	lines map[string]int
+	lines yamlconf.Lines
 }
 
 // Gateway is the client-facing SSH server.
@@ -189,22 +186,15 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse is Load on bytes already read; path is used for messages and for
-// resolving relative paths.
+// resolving relative paths. Every problem, unknown keys and wrong types
+// included, is reported as "file:line: key.path: problem".
 func Parse(path string, data []byte) (*Config, error) {
-	c := &Config{path: path, lines: map[string]int{}, Cluster: cluster.DefaultConfig(), Route: route.DefaultConfig()}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	c := &Config{path: path, Cluster: cluster.DefaultConfig(), Route: route.DefaultConfig()}
+	lines, err := yamlconf.Decode(path, data, c)
+	if err != nil {
+		return nil, err
 	}
-	if len(root.Content) == 0 {
-		return nil, fmt.Errorf("%s: empty configuration", path)
-	}
-	recordLines(&root, "", c.lines)
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
+	c.lines = lines
 	c.setDefaults()
 	c.resolvePaths(filepath.Dir(path))
 	if err := c.validate(); err != nil {
@@ -213,47 +203,8 @@ func Parse(path string, data []byte) (*Config, error) {
 	return c, nil
 }
 
-// recordLines walks the YAML tree and remembers the line of every key path
-// ("nodes[1].addr").
-func recordLines(n *yaml.Node, prefix string, out map[string]int) {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			recordLines(c, prefix, out)
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := k.Value
-			if prefix != "" {
-				p = prefix + "." + k.Value
-			}
-			out[p] = k.Line
-			recordLines(v, p, out)
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			p := prefix + "[" + strconv.Itoa(i) + "]"
-			out[p] = c.Line
-			recordLines(c, p, out)
-		}
-	}
-}
-
 // Line returns the line a key path was written on, or 0.
-func (c *Config) Line(path string) int {
-	for p := path; p != ""; {
-		if l, ok := c.lines[p]; ok {
-			return l
-		}
-		i := strings.LastIndexAny(p, ".[")
-		if i < 0 {
-			break
-		}
-		p = p[:i]
-	}
-	return 0
-}
+func (c *Config) Line(path string) int { return c.lines.Line(path) }
 
 // Errorf builds an error pointing at the line of a key path.
 func (c *Config) Errorf(path, format string, args ...any) error {
@@ -261,18 +212,29 @@ func (c *Config) Errorf(path, format string, args ...any) error {
 }
 
 // Error is one validation problem, located in the file.
-type Error struct {
-	File string
-	Line int
-	Key  string
-	Msg  string
-}
+type Error = yamlconf.Error
 
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Key, e.Msg)
+// sectionErrors locates the errors a section's own Validate returned: each
+// "section.key: problem" (errors.Join'ed) becomes a file:line error on
+// that key.
+func (c *Config) sectionErrors(section string, err error) []error {
+	var all []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		all = j.Unwrap()
+	} else {
+		all = []error{err}
 	}
-	return fmt.Sprintf("%s: %s: %s", e.File, e.Key, e.Msg)
+	out := make([]error, 0, len(all))
+	for _, e := range all {
+		key, msg := section, e.Error()
+		if k, m, ok := strings.Cut(msg, ": "); ok && (k == section || strings.HasPrefix(k, section+".")) && !strings.ContainsAny(k, " ") {
+			key, msg = k, m
+		}
+		// "cluster.bind_port/advertise_port": point at the first.
+		line := strings.SplitN(key, "/", 2)[0]
+		out = append(out, &Error{File: c.path, Line: c.Line(line), Key: key, Msg: msg})
+	}
+	return out
 }
 
 func (c *Config) setDefaults() {
@@ -430,13 +392,13 @@ func (c *Config) validate() error {
 	}
 	if c.ClusterEnabled() {
 		if err := c.Cluster.Validate(); err != nil {
-			add(c.Errorf("cluster", "%v", err))
+			errs = append(errs, c.sectionErrors("cluster", err)...)
 		}
 	} else if len(c.Nodes) == 0 {
 		add(c.Errorf("nodes", "no login nodes: list them here or configure a cluster section for gossip"))
 	}
 	if err := c.Route.Validate(); err != nil {
-		add(c.Errorf("route", "%v", err))
+		errs = append(errs, c.sectionErrors("route", err)...)
 	}
 	for _, pe := range c.Policy.Validate() {
 		add(c.Errorf("policy."+pe.Key, "%s", pe.Msg))

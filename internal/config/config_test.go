@@ -47,7 +47,9 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
 	}{
-		{"unknown field", strings.Replace(good, "  name: gw1", "  nmae: gw1", 1), "line 3"},
+		{"unknown field", strings.Replace(good, "  name: gw1", "  nmae: gw1", 1), `gateway.yaml:3: gateway.nmae: unknown key (did you mean "name"?)`},
+		{"key in the wrong section", strings.Replace(good, "  name: gw1", "  known_hosts: [x]", 1), `gateway.yaml:3: gateway.known_hosts: unknown key (it belongs in "backend.known_hosts")`},
+		{"bad type", strings.Replace(good, "  name: gw1", "  login_grace_time: soon", 1), `gateway.yaml:3: gateway.login_grace_time: want a duration such as 30s or 5m, got string "soon"`},
 		{"bad node addr", strings.Replace(good, `"10.0.0.2:22"`, `"10.0.0.2"`, 1), "gateway.yaml:14: nodes[1].addr"},
 		{"bad node name", strings.Replace(good, "name: login1", "name: 'login 1'", 1), "gateway.yaml:13: nodes[0].name"},
 		{"duplicate node", strings.Replace(good, "name: login2", "name: login1", 1), "duplicate node name"},
@@ -55,6 +57,8 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		{"no known hosts", strings.Replace(good, "  known_hosts: [known_hosts]", "  connect_timeout: 3s", 1), "backend.known_hosts"},
 		{"policy problem", strings.Replace(good, `groups: ["*"], `, "", 1), "gateway.yaml:17: policy.rules[0]"},
 		{"cert validity", strings.Replace(good, "  known_hosts: [known_hosts]", "  known_hosts: [k]\n  cert_validity: 48h", 1), "backend.cert_validity"},
+		{"cluster problem", good + "cluster:\n  insecure: true\n  bind_addr: nowhere\n", `gateway.yaml:20: cluster.bind_addr: "nowhere" is not an IP address`},
+		{"route problem", good + "route:\n  choices: 0\n", `gateway.yaml:19: route.choices: must be at least 1`},
 		{"not yaml", "gateway: [", "gateway.yaml"},
 		{"empty", "", "empty configuration"},
 	}

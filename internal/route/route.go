@@ -108,16 +108,16 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.StaleAfter <= 0:
-		return errors.New("route: stale_after must be positive")
+		return errors.New("route.stale_after: must be positive")
 	case c.StickyFor < 0:
-		return errors.New("route: sticky_for must not be negative")
+		return errors.New("route.sticky_for: must not be negative")
 	case c.Choices < 1:
-		return errors.New("route: choices must be at least 1")
+		return errors.New("route.choices: must be at least 1")
 	case c.MaxTries < 1:
-		return errors.New("route: max_tries must be at least 1")
+		return errors.New("route.max_tries: must be at least 1")
 	case c.Weights.Load < 0 || c.Weights.Memory < 0 || c.Weights.Pressure < 0 ||
 		c.Weights.Sessions < 0 || c.Weights.Users < 0:
-		return errors.New("route: weights must not be negative")
+		return errors.New("route.weights: must not be negative")
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
 
-// deadBound is issue 4's promise: a dead node is out of every gateway's
+// deadBound is the README's promise: a dead node is out of every gateway's
 // candidates within 10 s.
 const deadBound = 10 * time.Second
 

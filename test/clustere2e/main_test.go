@@ -1,5 +1,5 @@
 // Package clustere2e_test tests gossiped health and load-aware routing end
-// to end (issue 4): real OpenSSH sshd login nodes on 127.0.1.40–49, a real
+// to end: real OpenSSH sshd login nodes on 127.0.1.40–49, a real
 // `frontdoor agent` per node and two `frontdoor gateway` processes, all
 // subprocesses of the binary TestMain builds, gossiping over encrypted
 // memberlist on loopback. Clients are the real OpenSSH client for the main

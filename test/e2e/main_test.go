@@ -51,7 +51,8 @@ var (
 )
 
 // Unix user names are prefixed so that they cannot collide with the
-// directory users of other test suites (see DESIGN.md, winbind pitfall).
+// directory users of other test suites (see docs/ARCHITECTURE.md, the
+// winbind pitfall).
 const (
 	aliceName = "e2e-alice"
 	bobName   = "e2e-bob"

@@ -88,8 +88,8 @@ type Config struct {
 	MaxCacheEntries int `yaml:"max_cache_entries"`
 }
 
-// MaxTimeout is the upper bound on Timeout: the issue requires a dead or
-// hanging DC to cost no more than 5 s.
+// MaxTimeout is the upper bound on Timeout: a dead or hanging DC must cost
+// a login no more than 5 s before the next DC is tried.
 const MaxTimeout = 5 * time.Second
 
 // Defaults returns cfg with zero fields set to their defaults.

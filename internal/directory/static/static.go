@@ -4,8 +4,8 @@
 package static
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/alexedwards/argon2id"
-	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf"
 )
 
 // File is the format of the users file.
@@ -77,35 +77,45 @@ func New(path string) (*Directory, error) {
 	return d, nil
 }
 
-// Parse reads a users file's contents; errors name the file and line.
+// Parse reads a users file's contents; errors are "file:line: key: problem".
 func Parse(path string, data []byte) (map[string]entry, error) {
 	var f File
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	lines, err := yamlconf.Decode(path, data, &f)
+	if err != nil {
+		return nil, err
 	}
 	users := make(map[string]entry, len(f.Users))
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &yamlconf.Error{File: path, Line: lines.Line(key), Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
 	for i, u := range f.Users {
-		where := fmt.Sprintf("%s: users[%d] (%s)", path, i, u.Name)
+		key := fmt.Sprintf("users[%d]", i)
 		if !ValidName(u.Name) {
-			return nil, fmt.Errorf("%s: invalid user name %q", where, u.Name)
+			bad(key+".name", "invalid user name %q (POSIX: lower-case letters, digits, '_', '-', '.')", u.Name)
+			continue
 		}
 		if _, dup := users[u.Name]; dup {
-			return nil, fmt.Errorf("%s: duplicate user", where)
+			bad(key+".name", "duplicate user %q", u.Name)
+			continue
 		}
 		if u.PasswordHash != "" && !isHash(u.PasswordHash) {
-			return nil, fmt.Errorf("%s: password_hash must be a bcrypt or argon2id hash (make one with 'frontdoor hash-password')", where)
+			bad(key+".password_hash", "must be a bcrypt or argon2id hash (make one with 'frontdoor hash-password')")
+			continue
 		}
 		id := directory.Identity{Name: u.Name, Groups: append([]string(nil), u.Groups...), UID: u.UID, GID: u.GID, Source: "static"}
 		for j, line := range u.Keys {
 			k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line))
 			if err != nil {
-				return nil, fmt.Errorf("%s: keys[%d]: %w", where, j, err)
+				bad(fmt.Sprintf("%s.keys[%d]", key, j), "not an authorized_keys line: %v", err)
+				continue
 			}
 			id.Keys = append(id.Keys, k)
 		}
 		users[u.Name] = entry{id: id, hash: u.PasswordHash, disabled: u.Disabled}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return users, nil
 }

@@ -1,7 +1,8 @@
 // Command stack runs frontdoor's local stack in the foreground: real OpenSSH
 // login nodes on 127.0.1.x, local Unix users, and gateways as separate
 // processes (bin/frontdoor). Once every part answers it writes
-// STATE_DIR/stack.json (see ../shared/DESIGN.md) and prints how to connect.
+// STATE_DIR/stack.json (its format: the Stack type below; docs/ARCHITECTURE.md)
+// and prints how to connect.
 // SIGINT/SIGTERM stops every process it started; nothing outside the state
 // directory is removed (the Unix users stay, as the next run reuses them).
 package main
@@ -79,6 +80,13 @@ type DirectoryInfo struct {
 	CAFile        string `json:"ca_file,omitempty"`
 	AdminUser     string `json:"admin_user,omitempty"`
 	AdminPassword string `json:"admin_password,omitempty"`
+	// AdminPrincipal is the domain-qualified admin name and AdminURL a URL
+	// samba-tool accepts as they stand:
+	//   samba-tool user disable alice -H ADMIN_URL -U ADMIN_PRINCIPAL --password=…
+	// (LDAP with SASL signing and sealing: samba-tool's LDAPS wants a CA file
+	// under /var/lib/samba, which a machine without a system DC lacks.)
+	AdminPrincipal string `json:"admin_principal,omitempty"`
+	AdminURL       string `json:"admin_url,omitempty"`
 }
 
 // The stack's users: four researchers in different groups.
@@ -221,7 +229,8 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 			"key_attribute":      "sshPublicKey",
 		}
 		out.Directory = DirectoryInfo{Kind: "ad", URL: dc.URL(), Realm: dc.Realm(), BaseDN: dc.BaseDN(),
-			CAFile: dc.CAFile(), AdminUser: dc.AdminUser(), AdminPassword: dc.AdminPassword()}
+			CAFile: dc.CAFile(), AdminUser: dc.AdminUser(), AdminPassword: dc.AdminPassword(),
+			AdminPrincipal: dc.AdminPrincipal(), AdminURL: dc.AdminURL()}
 		log.Info("Samba AD DC up", "url", dc.URL(), "realm", dc.Realm())
 	}
 

@@ -453,6 +453,16 @@ func (dc *DC) UPNSuffix() string { return strings.ToLower(dc.opts.Realm) }
 // AdminUser is the administrator's sAMAccountName.
 func (dc *DC) AdminUser() string { return "Administrator" }
 
+// AdminPrincipal is the administrator as samba-tool's -U wants it, with
+// the domain ("HPC\Administrator"): without it samba-tool takes the domain
+// from the machine's own smb.conf and the DC answers 52e/51f.
+func (dc *DC) AdminPrincipal() string { return dc.opts.Domain + `\` + dc.AdminUser() }
+
+// AdminURL is a URL `samba-tool … -H URL -U AdminPrincipal --password=…`
+// accepts as it stands: plain LDAP, which samba-tool signs and seals with
+// SASL. (Its LDAPS client insists on a CA file under /var/lib/samba.)
+func (dc *DC) AdminURL() string { return "ldap://" + dc.opts.Addr }
+
 // AdminDN is the administrator's DN (usable as a service bind DN in tests).
 func (dc *DC) AdminDN() string { return "CN=Administrator,CN=Users," + dc.baseDN }
 

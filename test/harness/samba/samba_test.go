@@ -6,6 +6,7 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,15 @@ func TestDC(t *testing.T) {
 	must(err)
 	must(dc.SetSSHKey(ctx, "alice", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice"))
 	must(dc.ExpirePassword(ctx, "alice"))
+
+	// stack.json hands admin_url and admin_principal to people who paste
+	// them into samba-tool: they must work exactly as given, from a
+	// machine whose own /etc/samba knows nothing of this domain.
+	out, err := exec.CommandContext(ctx, "samba-tool", "group", "listmembers", "nlp-lab",
+		"-H", dc.AdminURL(), "-U", dc.AdminPrincipal(), "--password="+dc.AdminPassword()).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "alice") {
+		t.Errorf("samba-tool -H %s -U %s: %v: %s", dc.AdminURL(), dc.AdminPrincipal(), err, out)
+	}
 
 	conn, err := dc.Dial(ctx)
 	must(err)
