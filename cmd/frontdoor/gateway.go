@@ -11,10 +11,7 @@ import (
 	"strings"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/admin"
-	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
-	"github.com/frontdoor-hpc/frontdoor/internal/directory"
-	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 	"github.com/frontdoor-hpc/frontdoor/internal/gctune"
@@ -35,17 +32,6 @@ func newLogger(c config.Log) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 }
 
-// openDirectory builds the identity source the config names.
-func openDirectory(cfg *config.Config, log *slog.Logger) (directory.Directory, error) {
-	switch cfg.Directory.Kind {
-	case "static":
-		return static.New(cfg.Directory.Static.File)
-	case "ad":
-		return ad.New(cfg.Directory.AD, log.With("directory", "ad"))
-	}
-	return nil, fmt.Errorf("directory kind %q is not built in", cfg.Directory.Kind)
-}
-
 func runGateway(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	path := fs.String("config", config.DefaultPath, "configuration file")
@@ -59,25 +45,13 @@ func runGateway(ctx context.Context, args []string) error {
 	log := newLogger(cfg.Log)
 	slog.SetDefault(log)
 	go gctune.Run(ctx, gctune.Default, os.Getenv("GOGC"))
-	dir, err := openDirectory(cfg, log)
-	if err != nil {
-		return fmt.Errorf("directory: %w", err)
-	}
-	defer dir.Close()
-	var cl *cluster.Cluster
-	if cfg.ClusterEnabled() {
-		cl, err = cluster.Start(ctx, cfg.Cluster, cluster.Options{Role: cluster.RoleGateway, Logger: log.With("component", "cluster")})
-		if err != nil {
-			return fmt.Errorf("cluster: %w", err)
-		}
-		defer cl.Close()
-	}
-	gw, err := gateway.New(cfg, gateway.Options{Logger: log, Directory: dir, Cluster: cl})
+	gw, err := gateway.Build(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", cfg.Gateway.Listen)
 	if err != nil {
+		gw.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
 	errc := make(chan error, 2)
@@ -85,6 +59,7 @@ func runGateway(ctx context.Context, args []string) error {
 		aln, err := net.Listen("tcp", cfg.Gateway.AdminListen)
 		if err != nil {
 			ln.Close()
+			gw.Close()
 			return fmt.Errorf("admin listen: %w", err)
 		}
 		log.Info("admin API listening", "addr", aln.Addr().String())

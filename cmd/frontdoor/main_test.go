@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,5 +42,32 @@ func TestExampleAgentConfigIsValid(t *testing.T) {
 	}
 	if _, err := agent.LoadConfig(path); err != nil {
 		t.Fatalf("configs/agent.yaml: %v", err)
+	}
+}
+
+func TestPrincipalFor(t *testing.T) {
+	users := map[string]*user.User{
+		"alice":  {Username: "alice", Uid: "2001"},
+		"root":   {Username: "root", Uid: "0"},
+		"daemon": {Username: "daemon", Uid: "1"},
+		"svc":    {Username: "svc", Uid: "999"},
+		"ubuntu": {Username: "ubuntu", Uid: "1000"},
+	}
+	lookup := func(n string) (*user.User, error) {
+		if u, ok := users[n]; ok {
+			return u, nil
+		}
+		return nil, user.UnknownUserError(n)
+	}
+	for account, want := range map[string]bool{"alice": true, "root": false, "daemon": false, "svc": false,
+		"ubuntu": false, "nobody-here": false, "": false, "alice,root": false} {
+		got, err := principalFor(account, 1000, []string{"ubuntu", "slurm"}, lookup)
+		if (err == nil) != want || want && got != account {
+			t.Errorf("principalFor(%q) = %q, %v; want accepted=%v", account, got, err, want)
+		}
+	}
+	// Even with no floor and no deny list, uid 0 is never a principal.
+	if _, err := principalFor("root", 0, nil, lookup); err == nil {
+		t.Error("root accepted with min-uid 0")
 	}
 }

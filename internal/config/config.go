@@ -11,8 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
@@ -67,10 +71,43 @@ type Gateway struct {
 	AdminListen string `yaml:"admin_listen"`
 	// MaxAuthTries is the number of failed auth attempts per connection.
 	MaxAuthTries int `yaml:"max_auth_tries"`
-	// LoginGraceTime bounds the time from TCP accept to authenticated session.
+	// HandshakeTimeout bounds TCP accept to the end of the key exchange:
+	// a client that connects and says nothing is gone after it.
+	HandshakeTimeout time.Duration `yaml:"handshake_timeout"`
+	// AuthTimeout bounds TCP accept to a proven identity (sshd's
+	// LoginGraceTime), so an unauthenticated connection holds its
+	// admission place no longer.
+	AuthTimeout time.Duration `yaml:"auth_timeout"`
+	// LoginGraceTime bounds TCP accept to a relayed session, the node's
+	// login included.
 	LoginGraceTime time.Duration `yaml:"login_grace_time"`
 	// MaxConnections caps concurrent client connections (0 = 10000).
 	MaxConnections int `yaml:"max_connections"`
+	// MaxStartups caps connections that have not authenticated yet,
+	// from everyone together (like sshd's MaxStartups).
+	MaxStartups int `yaml:"max_startups"`
+	// PerSourceMaxStartups caps unauthenticated connections from one
+	// source (an IPv4 address or an IPv6 /64). Behind a campus NAT many
+	// users share one address: raise it, or list the NAT in
+	// admission_exempt.
+	PerSourceMaxStartups int `yaml:"per_source_max_startups"`
+	// PerSourceRate is how many new connections per second one source may
+	// open on average, PerSourceBurst how many at once.
+	PerSourceRate  float64 `yaml:"per_source_rate"`
+	PerSourceBurst int     `yaml:"per_source_burst"`
+	// AdmissionExempt lists CIDRs whose connections only count against
+	// max_startups (e.g. a NAT in front of a whole campus).
+	AdmissionExempt []string `yaml:"admission_exempt"`
+	// MaxPasswordChecks bounds password verifications running at once,
+	// whoever they are for: each may hash with argon2id (64 MiB) or hold
+	// an LDAP bind. Default: the number of CPUs, at least 2.
+	MaxPasswordChecks int `yaml:"max_password_checks"`
+	// KexAlgorithms, Ciphers and MACs are what clients may negotiate, like
+	// sshd_config's options of the same names. The defaults are no weaker
+	// than OpenSSH's own: the post-quantum hybrid first, nothing SHA-1.
+	KexAlgorithms []string `yaml:"kex_algorithms"`
+	Ciphers       []string `yaml:"ciphers"`
+	MACs          []string `yaml:"macs"`
 	// Banner is sent to clients before authentication (optional).
 	Banner string `yaml:"banner"`
 	// ProxyProtocolFrom lists the addresses (CIDRs) of load balancers that
@@ -124,11 +161,24 @@ type Backend struct {
 	// KeepaliveInterval is how often an idle backend connection is probed.
 	KeepaliveInterval time.Duration `yaml:"keepalive_interval"`
 	// Preconnect opens a TCP connection to the most likely node as soon as
-	// a client connects, so sshd's per-connection fork and re-exec overlap
-	// the client's handshake (about 40 ms saved per login). A wrong guess
-	// costs the node one unused connection ("Connection closed ...
-	// [preauth]" in its log). Default true.
+	// a client has sent its first bytes, so sshd's per-connection fork and
+	// re-exec overlap the client's handshake (about 40 ms saved per
+	// login). A wrong guess costs the node one unused connection
+	// ("Connection closed ... [preauth]" in its log). Default true.
 	Preconnect *bool `yaml:"preconnect"`
+	// SpeculativeMax and SpeculativePerNode bound the node connections
+	// opened before a client proved anything (preconnections, and dials
+	// started when a client offers an acceptable key), in all and per
+	// node: a stranger can never fill a node's MaxStartups. Beyond them a
+	// login simply dials after the proof.
+	SpeculativeMax     int `yaml:"speculative_max"`
+	SpeculativePerNode int `yaml:"speculative_per_node"`
+	// MinUID refuses directory accounts whose uid is known and below it
+	// (system accounts); 0 disables the floor. Default 1000.
+	MinUID *int `yaml:"min_uid"`
+	// DenyPrincipals are account names no login certificate may name,
+	// whatever the directory says (root is always refused).
+	DenyPrincipals []string `yaml:"deny_principals"`
 }
 
 // Directory selects the identity source.
@@ -254,6 +304,38 @@ func (c *Config) setDefaults() {
 	if g.MaxConnections == 0 {
 		g.MaxConnections = 10000
 	}
+	// The three deadlines nest; a shorter one set in the file lowers the
+	// defaults of those inside it.
+	if g.AuthTimeout == 0 {
+		g.AuthTimeout = min(30*time.Second, g.LoginGraceTime)
+	}
+	if g.HandshakeTimeout == 0 {
+		g.HandshakeTimeout = min(10*time.Second, g.AuthTimeout)
+	}
+	if g.MaxStartups == 0 {
+		g.MaxStartups = 200
+	}
+	if g.PerSourceMaxStartups == 0 {
+		g.PerSourceMaxStartups = 20
+	}
+	if g.PerSourceRate == 0 {
+		g.PerSourceRate = 10
+	}
+	if g.PerSourceBurst == 0 {
+		g.PerSourceBurst = 40
+	}
+	if g.MaxPasswordChecks == 0 {
+		g.MaxPasswordChecks = max(2, runtime.NumCPU())
+	}
+	if g.KexAlgorithms == nil {
+		g.KexAlgorithms = DefaultKexAlgorithms()
+	}
+	if g.Ciphers == nil {
+		g.Ciphers = DefaultCiphers()
+	}
+	if g.MACs == nil {
+		g.MACs = DefaultMACs()
+	}
 	b := &c.Backend
 	if b.ConnectTimeout == 0 {
 		b.ConnectTimeout = 5 * time.Second
@@ -270,6 +352,19 @@ func (c *Config) setDefaults() {
 	}
 	if b.KeepaliveInterval == 0 {
 		b.KeepaliveInterval = 30 * time.Second
+	}
+	if b.SpeculativeMax == 0 {
+		b.SpeculativeMax = 64
+	}
+	if b.SpeculativePerNode == 0 {
+		b.SpeculativePerNode = 8
+	}
+	if b.MinUID == nil {
+		v := 1000
+		b.MinUID = &v
+	}
+	if b.DenyPrincipals == nil {
+		b.DenyPrincipals = DefaultDenyPrincipals()
 	}
 	if c.Directory.Kind == "" {
 		c.Directory.Kind = "static"
@@ -316,6 +411,47 @@ func (c *Config) resolvePaths(dir string) {
 	abs(&c.Audit.File)
 }
 
+// AdmissionExemptPrefixes returns AdmissionExempt parsed (validated at load).
+func (g Gateway) AdmissionExemptPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range g.AdmissionExempt {
+		if p, err := parsePrefix(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// DefaultKexAlgorithms: the post-quantum hybrid first, then what OpenSSH
+// offers by default that x/crypto implements; no SHA-1 groups.
+func DefaultKexAlgorithms() []string {
+	return []string{ssh.KeyExchangeMLKEM768X25519, ssh.KeyExchangeCurve25519, ssh.KeyExchangeECDHP256,
+		ssh.KeyExchangeECDHP384, ssh.KeyExchangeECDHP521, ssh.KeyExchangeDHGEXSHA256, ssh.KeyExchangeDH16SHA512,
+		ssh.KeyExchangeDH14SHA256}
+}
+
+// DefaultCiphers: AEAD first (AES-GCM is the cheapest per byte with
+// AES-NI), then CTR for old clients; never CBC.
+func DefaultCiphers() []string {
+	return []string{ssh.CipherAES128GCM, ssh.CipherAES256GCM, ssh.CipherChaCha20Poly1305,
+		ssh.CipherAES128CTR, ssh.CipherAES192CTR, ssh.CipherAES256CTR}
+}
+
+// DefaultMACs: SHA-2 only, encrypt-then-MAC first (AEAD ciphers use none).
+func DefaultMACs() []string {
+	return []string{ssh.HMACSHA256ETM, ssh.HMACSHA512ETM, ssh.HMACSHA256, ssh.HMACSHA512}
+}
+
+// DefaultDenyPrincipals are accounts of the systems frontdoor fronts
+// (Debian/Ubuntu system users, HyperPod's admin user, Slurm's and munge's
+// service users) that a directory entry of the same name must never
+// reach.
+func DefaultDenyPrincipals() []string {
+	return []string{"root", "toor", "ubuntu", "ec2-user", "admin", "slurm", "munge", "daemon", "bin", "sys",
+		"sync", "games", "man", "lp", "mail", "news", "uucp", "proxy", "www-data", "backup", "list", "irc",
+		"nobody", "sshd", "systemd-network", "systemd-resolve", "messagebus", "syslog", "_apt", "mysql"}
+}
+
 // nodeName is what may follow "+" in a login name and appear in logs.
 var nodeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
@@ -346,6 +482,55 @@ func (c *Config) validate() error {
 	}
 	if c.Gateway.MaxAuthTries < 1 {
 		add(c.Errorf("gateway.max_auth_tries", "must be at least 1"))
+	}
+	g := c.Gateway
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"gateway.handshake_timeout", g.HandshakeTimeout}, {"gateway.auth_timeout", g.AuthTimeout}, {"gateway.login_grace_time", g.LoginGraceTime}} {
+		if d.v <= 0 {
+			add(c.Errorf(d.key, "must be positive"))
+		}
+	}
+	if g.HandshakeTimeout > g.AuthTimeout || g.AuthTimeout > g.LoginGraceTime {
+		add(c.Errorf("gateway.auth_timeout", "want handshake_timeout (%s) ≤ auth_timeout (%s) ≤ login_grace_time (%s)",
+			g.HandshakeTimeout, g.AuthTimeout, g.LoginGraceTime))
+	}
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"gateway.max_startups", g.MaxStartups}, {"gateway.per_source_max_startups", g.PerSourceMaxStartups},
+		{"gateway.per_source_burst", g.PerSourceBurst}, {"gateway.max_password_checks", g.MaxPasswordChecks},
+		{"backend.speculative_max", c.Backend.SpeculativeMax}, {"backend.speculative_per_node", c.Backend.SpeculativePerNode}} {
+		if n.v < 1 {
+			add(c.Errorf(n.key, "must be at least 1"))
+		}
+	}
+	if g.PerSourceRate <= 0 {
+		add(c.Errorf("gateway.per_source_rate", "must be positive (connections per second)"))
+	}
+	for i, a := range g.AdmissionExempt {
+		if _, err := parsePrefix(a); err != nil {
+			add(c.Errorf(fmt.Sprintf("gateway.admission_exempt[%d]", i), "%v", err))
+		}
+	}
+	for _, al := range []struct {
+		key        string
+		have, want []string
+	}{{"gateway.kex_algorithms", g.KexAlgorithms, ssh.SupportedAlgorithms().KeyExchanges},
+		{"gateway.ciphers", g.Ciphers, ssh.SupportedAlgorithms().Ciphers},
+		{"gateway.macs", g.MACs, ssh.SupportedAlgorithms().MACs}} {
+		if len(al.have) == 0 {
+			add(c.Errorf(al.key, "must not be empty"))
+		}
+		for i, a := range al.have {
+			if !slices.Contains(al.want, a) {
+				add(c.Errorf(fmt.Sprintf("%s[%d]", al.key, i), "%q is not supported or not secure (supported: %s)", a, strings.Join(al.want, ", ")))
+			}
+		}
+	}
+	if *c.Backend.MinUID < 0 {
+		add(c.Errorf("backend.min_uid", "must not be negative"))
 	}
 	if len(c.Backend.KnownHosts) == 0 && !c.Backend.InsecureIgnoreHostKeys {
 		add(c.Errorf("backend.known_hosts", "required: login node host keys must be verified (or set insecure_ignore_host_keys for a lab)"))

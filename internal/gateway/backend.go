@@ -184,10 +184,13 @@ type preconn struct {
 	done   chan struct{}
 	conn   net.Conn
 	err    error
+	budget func() // returns the speculative budget, once
 }
 
-func startPreconn(ctx context.Context, t Target, timeout time.Duration) *preconn {
-	pc := &preconn{target: t, done: make(chan struct{})}
+// startPreconn dials t in the background; budget is called once the
+// connection is taken or released.
+func startPreconn(ctx context.Context, t Target, timeout time.Duration, budget func()) *preconn {
+	pc := &preconn{target: t, done: make(chan struct{}), budget: budget}
 	go func() {
 		defer close(pc.done)
 		d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
@@ -201,10 +204,12 @@ func (pc *preconn) take(ctx context.Context) (net.Conn, error) {
 	select {
 	case <-pc.done:
 	case <-ctx.Done():
+		go pc.release() // closes the connection once the dial ends
 		return nil, ctx.Err()
 	}
 	c, err := pc.conn, pc.err
 	pc.conn = nil
+	pc.budget()
 	return c, err
 }
 
@@ -215,6 +220,7 @@ func (pc *preconn) release() {
 		pc.conn.Close()
 		pc.conn = nil
 	}
+	pc.budget()
 }
 
 // finish hands the certificate to the dial and waits for the login.

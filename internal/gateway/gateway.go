@@ -6,12 +6,14 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
+	"net/netip"
 	"slices"
 	"sort"
 	"sync"
@@ -58,12 +60,23 @@ type Gateway struct {
 	throttle *throttle.Throttle
 	metrics  *metrics
 	slots    chan struct{} // one per allowed concurrent connection
+	// admit bounds unauthenticated connections; exempt sources count only
+	// against the global bound.
+	admit      *admission
+	exemptAdm  []netip.Prefix
+	spec       *specBudget   // node connections before proof
+	pwChecks   chan struct{} // one per password verification running
+	principals Principals
+
+	rndMu sync.Mutex // rndMu protects rnd
+	rnd   *rand.Rand
 	// closing is cancelled by Close: it ends handshakes in progress too.
 	closing     context.Context
 	closeCancel context.CancelFunc
 
 	mu        sync.Mutex // mu protects the following
 	sessions  map[string]*Session
+	settingUp map[string]int // user → logins holding a session slot, not yet relayed
 	listeners map[net.Listener]struct{}
 	closed    bool
 
@@ -94,25 +107,34 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		opts.Logger.Warn("INSECURE: login node host keys are NOT verified (backend.insecure_ignore_host_keys); anyone on the path can impersonate a login node")
 	}
 	g := &Gateway{
-		cfg:       cfg,
-		log:       opts.Logger,
-		dir:       opts.Directory,
-		router:    opts.Router,
-		audit:     opts.Audit,
-		ca:        ca.New(caSigner, cfg.Gateway.Name, cfg.Backend.CertValidity, cfg.Backend.CertSourceAddress),
-		hostKeys:  hk,
-		nodeKeys:  nk,
-		throttle:  throttle.New(cfg.Throttle),
-		metrics:   newMetrics(),
-		slots:     make(chan struct{}, cfg.Gateway.MaxConnections),
-		sessions:  map[string]*Session{},
-		listeners: map[net.Listener]struct{}{},
+		cfg:      cfg,
+		log:      opts.Logger,
+		dir:      opts.Directory,
+		router:   opts.Router,
+		audit:    opts.Audit,
+		ca:       ca.New(caSigner, cfg.Gateway.Name, cfg.Backend.CertValidity, cfg.Backend.CertSourceAddress),
+		hostKeys: hk,
+		nodeKeys: nk,
+		throttle: throttle.New(cfg.Throttle),
+		metrics:  newMetrics(),
+		slots:    make(chan struct{}, cfg.Gateway.MaxConnections),
+		admit: newAdmission(AdmissionLimits{MaxStartups: cfg.Gateway.MaxStartups, PerSourceMaxStartups: cfg.Gateway.PerSourceMaxStartups,
+			PerSourceRate: cfg.Gateway.PerSourceRate, PerSourceBurst: cfg.Gateway.PerSourceBurst}, time.Now),
+		exemptAdm:  cfg.Gateway.AdmissionExemptPrefixes(),
+		spec:       newSpecBudget(cfg.Backend.SpeculativeMax, cfg.Backend.SpeculativePerNode),
+		pwChecks:   make(chan struct{}, cfg.Gateway.MaxPasswordChecks),
+		principals: Principals{MinUID: *cfg.Backend.MinUID, Deny: cfg.Backend.DenyPrincipals},
+		rnd:        rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		sessions:   map[string]*Session{},
+		settingUp:  map[string]int{},
+		listeners:  map[net.Listener]struct{}{},
 	}
 	g.closing, g.closeCancel = context.WithCancel(context.Background())
 	g.cluster = opts.Cluster
 	if g.router == nil {
-		g.router = NewRouter(cfg.Nodes, opts.Cluster, cfg.Route)
+		g.router = NewRouter(cfg.Nodes, opts.Cluster)
 	}
+	g.metrics.unauthenticated(g.admit.unauthenticated)
 	if g.audit == nil {
 		a, err := audit.Open(cfg.Audit.File, opts.Logger)
 		if err != nil {
@@ -236,72 +258,110 @@ func (g *Gateway) Sessions() []SessionInfo {
 // the backend certificate's key ID.
 func newSessionID() string {
 	var b [8]byte
-	rand.Read(b[:])
+	crand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
 // handle serves one client connection from TCP accept to close.
-func (g *Gateway) handle(ctx context.Context, conn net.Conn) {
-	defer conn.Close()
+func (g *Gateway) handle(ctx context.Context, nc net.Conn) {
+	defer nc.Close()
 	g.metrics.connections.Inc()
-	if err := checkProxyHeader(conn); err != nil {
+	// The PROXY header (if any) must arrive at once: it also bounds how
+	// long a silent connection is held before admission.
+	nc.SetDeadline(time.Now().Add(g.cfg.Gateway.HandshakeTimeout))
+	if err := checkProxyHeader(nc); err != nil {
 		g.metrics.refused.WithLabelValues("proxy_protocol").Inc()
-		g.log.Warn("connection refused", "src", conn.RemoteAddr().String(), "reason", err.Error())
+		g.log.Warn("connection refused", "src", nc.RemoteAddr().String(), "reason", err.Error())
 		return
 	}
-	l := newLogin(g, conn)
-	defer l.abort()
-	if *g.cfg.Backend.Preconnect {
-		if ts, err := g.router.Route(l.ctx, RouteRequest{}); err == nil && len(ts) > 0 {
-			l.pre = startPreconn(l.ctx, ts[0], g.cfg.Backend.ConnectTimeout)
+	release, why := g.admitConn(nc.RemoteAddr().String())
+	if why != "" {
+		g.metrics.refused.WithLabelValues(why).Inc()
+		g.log.Debug("connection refused", "src", nc.RemoteAddr().String(), "reason", why)
+		return
+	}
+	c := newConn(g, nc)
+	defer c.abort()
+	stopLogin := context.AfterFunc(ctx, func() { nc.Close() })
+	var sconn *ssh.ServerConn
+	var chans <-chan ssh.NewChannel
+	var reqs <-chan *ssh.Request
+	err := func() error {
+		defer release() // authenticated or gone: no longer a startup
+		defer stopLogin()
+		in := nc
+		if *g.cfg.Backend.Preconnect {
+			in = c.preconnectOnFirstBytes(nc)
 		}
-	}
-
-	// The whole login (handshake, auth, backend login) must fit in the
-	// grace time, as with sshd's LoginGraceTime.
-	conn.SetDeadline(time.Now().Add(g.cfg.Gateway.LoginGraceTime))
-	stopLogin := context.AfterFunc(ctx, func() { conn.Close() })
-	sconn, chans, reqs, err := ssh.NewServerConn(conn, l.serverConfig())
-	stopLogin()
+		var err error
+		sconn, chans, reqs, err = ssh.NewServerConn(in, c.serverConfig())
+		return err
+	}()
 	if err != nil {
-		l.failed(err)
+		g.log.Debug("connection ended before a session", "src", c.src, "user", sanitize(c.lastUser), "err", err)
 		return
 	}
-	conn.SetDeadline(time.Time{})
-	b := l.take()
-	if b == nil { // cannot happen: auth succeeds only with a backend
+	r := c.take()
+	// The login that succeeded must be the one this ServerConn names:
+	// the same user name and the account its credential belongs to.
+	if r == nil || sconn.User() != r.typed || sconn.Permissions == nil ||
+		sconn.Permissions.Extensions[extPrincipal] != r.ident.Name || sconn.Permissions.Extensions[extSession] != c.id {
+		g.log.Error("login result does not match the authenticated connection; closing", "session", c.id, "src", c.src)
+		if r != nil {
+			r.close()
+		}
 		sconn.Close()
 		return
 	}
-	g.relay(ctx, l, sconn, chans, reqs, b)
+	nc.SetDeadline(time.Time{})
+	g.relay(ctx, c, sconn, chans, reqs, r)
 }
 
-func (g *Gateway) relay(ctx context.Context, l *login, sconn *ssh.ServerConn, chans <-chan ssh.NewChannel, reqs <-chan *ssh.Request, b *backend) {
+// admitConn takes an admission place for a connection from src.
+func (g *Gateway) admitConn(src string) (release func(), refused string) {
+	key := SourceKey(src)
+	if a, err := netip.ParseAddr(key); err == nil {
+		for _, p := range g.exemptAdm {
+			if p.Contains(a) {
+				key = "exempt" // one shared source: only max_startups applies
+				break
+			}
+		}
+	}
+	if key == "exempt" {
+		return g.admit.admitExempt()
+	}
+	return g.admit.admit(key)
+}
+
+func (g *Gateway) relay(ctx context.Context, c *conn, sconn *ssh.ServerConn, chans <-chan ssh.NewChannel, reqs <-chan *ssh.Request, lr *loginResult) {
+	b := lr.backend
 	s := &Session{
-		ID: l.id, User: l.ident.Name, Node: b.target.Name, Src: l.src, Method: l.method,
+		ID: c.id, User: lr.ident.Name, Node: b.target.Name, Src: c.src, Method: lr.method,
 		Started: time.Now(), stats: &proxy.Stats{},
 	}
 	s.close = func() { sconn.Close() }
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
+		lr.close()
 		sconn.Close()
-		b.close()
 		return
 	}
 	g.sessions[s.ID] = s
 	g.mu.Unlock()
+	lr.slot() // the live session now counts against the cap
 	g.router.SessionStarted(s.User, s.Node)
 	g.metrics.sessions.Inc()
 	g.metrics.sessionsTotal.WithLabelValues(s.Node).Inc()
 	log := g.log.With("session", s.ID, "user", s.User, "node", s.Node, "src", s.Src)
 	g.audit.Record(audit.Event{Type: audit.TypeSessionStart, Gateway: g.cfg.Gateway.Name, Session: s.ID,
-		User: s.User, Src: s.Src, Node: s.Node, Method: s.Method, Rule: l.decision.Rule, Result: "ok"})
+		User: s.User, Src: s.Src, Node: s.Node, Method: s.Method, Rule: lr.policy.Rule, Result: "ok"})
 
 	r := &proxy.Relay{
 		Down:              proxy.Side{Conn: sconn, Chans: chans, Reqs: reqs},
 		Up:                proxy.Side{Conn: b.conn, Chans: b.chans, Reqs: b.reqs},
-		Rights:            l.decision.Rights,
+		Rights:            lr.policy.Rights,
 		Log:               log,
 		Stats:             s.stats,
 		KeepaliveInterval: g.cfg.Backend.KeepaliveInterval,
@@ -365,8 +425,9 @@ func (g *Gateway) Nodes() []NodeInfo {
 	return out
 }
 
-// Explain shows how a login by typed ("alice", "alice+login2") would be
-// routed now: identity, policy rule, every node's candidacy and score.
+// Explain shows how a login by typed ("alice", "alice+login2") would go
+// now: identity, policy rule, every node's candidacy and score, and the
+// outcome — computed by the same Decide a real login calls.
 func (g *Gateway) Explain(ctx context.Context, typed string) (string, error) {
 	name, node, err := SplitUser(typed)
 	if err != nil {
@@ -376,13 +437,8 @@ func (g *Gateway) Explain(ctx context.Context, typed string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("user %s: %s", sanitize(name), directory.Reason(err))
 	}
-	d, err := g.cfg.Policy.Evaluate(ident.Name, ident.Groups)
-	if err != nil {
-		return fmt.Sprintf("user %s (groups %v): %v\n", ident.Name, ident.Groups, err), nil
-	}
-	dec, rerr := g.router.Explain(RouteRequest{User: ident.Name, Pools: d.Pools, Explicit: node})
-	head := fmt.Sprintf("user %s (groups %v): rule %q, pools %v\n", ident.Name, ident.Groups, d.Rule, d.Pools)
-	return head + route.Explain(ident.Name, dec, rerr), nil
+	in, out := g.decide(ident, node, "")
+	return out.Explain(in), nil
 }
 
 // ErrNoCluster: the operation needs the gossip cluster.

@@ -78,7 +78,9 @@ type testGateway struct {
 	addr    string
 	hostKey ssh.PublicKey
 	userKey ssh.Signer // alice's key
+	bobKey  ssh.Signer // bob's own key (lab, like alice)
 	audit   string
+	gw      *Gateway
 }
 
 func startTestGateway(t *testing.T, nodes string, gatewayExtra ...string) *testGateway {
@@ -107,9 +109,12 @@ func startTestGatewayIn(t *testing.T, cl *cluster.Cluster, extraYAML, nodes stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	users := fmt.Sprintf("users:\n  - {name: alice, groups: [lab], keys: ['%s'], password_hash: '%s'}\n  - {name: mallory, groups: [outsiders], keys: ['%s']}\n",
+	_, bpriv, _ := ed25519.GenerateKey(rand.Reader)
+	bobKey, _ := ssh.NewSignerFromKey(bpriv)
+	users := fmt.Sprintf("users:\n  - {name: alice, groups: [lab], keys: ['%s'], password_hash: '%s'}\n  - {name: mallory, groups: [outsiders], keys: ['%s']}\n  - {name: bob, groups: [lab], keys: ['%s']}\n",
 		strings.TrimSpace(string(ssh.MarshalAuthorizedKey(userKey.PublicKey()))), pwHash,
-		strings.TrimSpace(string(ssh.MarshalAuthorizedKey(userKey.PublicKey()))))
+		strings.TrimSpace(string(ssh.MarshalAuthorizedKey(userKey.PublicKey()))),
+		strings.TrimSpace(string(ssh.MarshalAuthorizedKey(bobKey.PublicKey()))))
 	os.WriteFile(filepath.Join(dir, "users.yaml"), []byte(users), 0o600)
 	os.WriteFile(filepath.Join(dir, "known_hosts"), nil, 0o600)
 	yml := `
@@ -143,7 +148,7 @@ audit: {file: audit.jsonl}
 	wg.Add(1)
 	go func() { defer wg.Done(); gw.Serve(ctx, ln) }()
 	t.Cleanup(func() { cancel(); gw.Close(); wg.Wait() })
-	return &testGateway{addr: ln.Addr().String(), hostKey: hostPub, userKey: userKey, audit: filepath.Join(dir, "audit.jsonl")}
+	return &testGateway{addr: ln.Addr().String(), hostKey: hostPub, userKey: userKey, bobKey: bobKey, audit: filepath.Join(dir, "audit.jsonl"), gw: gw}
 }
 
 // dial logs in with x/crypto and returns the error and any banners seen.

@@ -24,7 +24,7 @@ func newMetrics() *metrics {
 		connections: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "frontdoor_connections_total", Help: "Client TCP connections accepted."}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "frontdoor_connections_refused_total", Help: "Client connections refused before SSH, by reason."}, []string{"reason"}),
+			Name: "frontdoor_connections_refused_total", Help: "Client connections refused before authentication, by reason (proxy_protocol, max_connections, max_startups, per_source_max_startups, per_source_rate)."}, []string{"reason"}),
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "frontdoor_sessions", Help: "Relayed SSH connections open now."}),
 		sessionsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -39,6 +39,14 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.connections, m.refused, m.sessions, m.sessionsTotal, m.auth, m.backendFailures, m.bytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// unauthenticated exports the number of connections that have not
+// authenticated yet.
+func (m *metrics) unauthenticated(f func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "frontdoor_unauthenticated_connections", Help: "Client connections admitted that have not authenticated yet."},
+		func() float64 { return float64(f()) }))
 }
 
 // Registry exposes the gateway's metrics for the admin HTTP server.

@@ -1,10 +1,6 @@
 package gateway
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -14,26 +10,13 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
 )
 
-// RouteRequest is what the router needs to know about one login.
-type RouteRequest struct {
-	// User is empty for the speculative preconnect guess, made before the
-	// user is known: then Pools is nil too and means every pool.
-	User     string
-	Pools    []string // pools the policy allows
-	Explicit string   // node named with user+node, or ""
-	// Prefer is the node a preconnection already goes to: taken when it is
-	// an equally valid least-loaded choice for this user (see Route).
-	Prefer string
-}
-
-// Router orders the login nodes a session may try. Implementations must be
-// safe for concurrent use.
+// Router is the gateway's view of the login nodes and their use: it
+// gathers what Decide needs and records what happened. Implementations
+// must be safe for concurrent use.
 type Router interface {
-	// Route returns the nodes to try, best first, or an error whose
-	// *RouteError text can be shown to the user.
-	Route(ctx context.Context, req RouteRequest) ([]Target, error)
-	// Explain is Route's full reasoning, for `frontdoor explain`.
-	Explain(req RouteRequest) (route.Decision, error)
+	// View is a snapshot of the nodes and of user's affinity ("" for the
+	// speculative guess made before the user is known).
+	View(user string) View
 	// SessionStarted / SessionEnded keep the view of load and affinity
 	// current.
 	SessionStarted(user, node string)
@@ -44,11 +27,6 @@ type Router interface {
 	Nodes() []route.Node
 }
 
-// RouteError is a refusal whose message is meant for the user.
-type RouteError struct{ Msg string }
-
-func (e *RouteError) Error() string { return e.Msg }
-
 // nodeSource is where the router's view of the login nodes comes from: the
 // gossip cluster, or the static node list. Only the methods the router uses.
 type nodeSource interface {
@@ -56,27 +34,21 @@ type nodeSource interface {
 	Affinity(user string) *route.Affinity
 }
 
-// router routes with route.Decide over a nodeSource.
+// router keeps the view over a nodeSource.
 type router struct {
 	src nodeSource
-	cfg route.Config
 	cl  *cluster.Cluster // nil without gossip
 	now func() time.Time
 
-	mu   sync.Mutex // mu protects the following
-	rnd  *rand.Rand
+	mu   sync.Mutex           // mu protects the following
 	fail map[string]time.Time // node → last failed login
 	ends map[string][]func()  // user/node → cluster session enders
 }
 
-// failPenalty is how long a node that failed a login is tried last.
-const failPenalty = 30 * time.Second
-
 // NewRouter routes over the gossip cluster if cl is non-nil, else over the
 // configured nodes (assumed healthy; load = this gateway's sessions).
-func NewRouter(nodes []config.Node, cl *cluster.Cluster, cfg route.Config) Router {
-	r := &router{cfg: cfg, cl: cl, now: time.Now, rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
-		fail: map[string]time.Time{}, ends: map[string][]func(){}}
+func NewRouter(nodes []config.Node, cl *cluster.Cluster) Router {
+	r := &router{cl: cl, now: time.Now, fail: map[string]time.Time{}, ends: map[string][]func(){}}
 	if cl != nil {
 		r.src = cl
 	} else {
@@ -85,93 +57,27 @@ func NewRouter(nodes []config.Node, cl *cluster.Cluster, cfg route.Config) Route
 	return r
 }
 
-// NewStaticRouter routes over a fixed node list with default settings.
-func NewStaticRouter(nodes []config.Node) Router {
-	return NewRouter(nodes, nil, route.DefaultConfig())
-}
-
-func (r *router) decide(req RouteRequest) (route.Decision, []route.Node, error) {
-	nodes := r.src.Nodes()
-	rr := route.Request{User: req.User, Pools: req.Pools, Explicit: req.Explicit, Now: r.now()}
-	if req.User == "" {
-		rr.Pools = allPools(nodes)
-	} else {
-		rr.Affinity = r.src.Affinity(req.User)
-	}
-	r.mu.Lock()
-	d, err := route.Decide(rr, nodes, r.cfg, r.rnd)
-	r.mu.Unlock()
-	return d, nodes, err
-}
-
 func (r *router) Nodes() []route.Node { return r.src.Nodes() }
 
-func (r *router) Explain(req RouteRequest) (route.Decision, error) {
-	d, _, err := r.decide(req)
-	return d, err
-}
-
-func (r *router) Route(_ context.Context, req RouteRequest) ([]Target, error) {
-	d, nodes, err := r.decide(req)
-	if err != nil {
-		return nil, userRouteError(req, d, err)
+func (r *router) View(user string) View {
+	v := View{Nodes: r.src.Nodes()}
+	if user != "" {
+		v.Affinity = r.src.Affinity(user)
 	}
-	order := d.Order
-	// The preconnection's node was itself a power-of-two choice among the
-	// same healthy nodes moments ago; if it is a candidate for this user
-	// too, it is as good a least-loaded pick as a fresh draw, and its sshd
-	// has already forked.
-	if req.Prefer != "" && d.Reason == "least-loaded" && order[0] != req.Prefer {
-		for _, v := range d.Verdicts {
-			if v.Node == req.Prefer && v.Candidate {
-				order = append([]string{req.Prefer}, slices.DeleteFunc(slices.Clone(order), func(n string) bool { return n == req.Prefer })...)
-				order = order[:min(len(order), max(len(d.Order), 1))]
-				break
-			}
-		}
-	}
-	// Nodes that just failed a login go last.
-	r.mu.Lock()
 	now := r.now()
-	var good, failed []string
-	for _, n := range order {
-		if t, ok := r.fail[n]; ok && now.Sub(t) < failPenalty {
-			failed = append(failed, n)
-		} else {
-			good = append(good, n)
+	r.mu.Lock()
+	for n, t := range r.fail {
+		if now.Sub(t) >= failPenalty {
+			delete(r.fail, n)
+			continue
 		}
+		if v.Failed == nil {
+			v.Failed = map[string]time.Time{}
+		}
+		v.Failed[n] = t
 	}
 	r.mu.Unlock()
-	addrs := map[string]route.Node{}
-	for _, n := range nodes {
-		addrs[n.Name] = n
-	}
-	var out []Target
-	for _, name := range append(good, failed...) {
-		n := addrs[name]
-		out = append(out, Target{Name: n.Name, Addr: n.Addr, Pool: n.Pool})
-	}
-	return out, nil
-}
-
-// userRouteError turns a routing refusal into words for the user.
-func userRouteError(req RouteRequest, d route.Decision, err error) error {
-	var re *route.RefusedError
-	switch {
-	case errors.Is(err, route.ErrUnknownNode):
-		return &RouteError{Msg: fmt.Sprintf("there is no login node named %q", req.Explicit)}
-	case errors.As(err, &re) && re.Reason == route.WhyPool:
-		pool := ""
-		for _, v := range d.Verdicts {
-			if v.Node == re.Node {
-				pool = v.Pool
-			}
-		}
-		return &RouteError{Msg: fmt.Sprintf("node %s is in pool %s, which your access does not include", re.Node, pool)}
-	case errors.As(err, &re):
-		return &RouteError{Msg: fmt.Sprintf("login node %s is not available right now (%s); try again shortly, or log in without +%s", re.Node, re.Reason, re.Node)}
-	}
-	return &RouteError{Msg: "no login node is available right now; try again shortly"}
+	return v
 }
 
 func allPools(nodes []route.Node) []string {

@@ -1,14 +1,29 @@
 package gateway
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
 )
 
-// Password guesses are limited per account and per client address (see
-// internal/throttle). With a gossip cluster the limits hold cluster-wide:
-// when one gateway's throttle trips, it bans the account or address for
-// the same time on every gateway, so a guesser spreading attempts over
-// all gateways still cannot reach AD's lockout threshold.
+// Password guesses are what lock accounts out in AD, so every password
+// attempt passes three gates before it reaches the directory:
+//
+//  1. bans: with a gossip cluster, an account or source banned by any
+//     gateway is refused here (the gateway whose throttle trips bans it
+//     on all of them, so guesses spread over gateways meet one limit);
+//  2. the throttle reservation (internal/throttle): one verification per
+//     account at a time, a few per source, attempts in flight counted
+//     against the allowance — a burst of N parallel guesses reaches the
+//     directory at most allowance times;
+//  3. a global bound on verifications running at once (argon2id hashing
+//     at 64 MiB each, LDAP binds), whoever they are for.
+//
+// Key logins never bind to AD and are not throttled.
 
 // Ban key namespaces in the cluster.
 const (
@@ -16,28 +31,92 @@ const (
 	banAddr = "addr:"
 )
 
-// mayTryPassword reports whether a password attempt for account key from
-// src may reach the directory now; if not, for how long and why.
-func (g *Gateway) mayTryPassword(key, src string) (wait time.Duration, why string, ok bool) {
-	if g.cluster != nil {
-		now := time.Now()
-		if until, banned := g.cluster.Banned(banUser + key); banned {
-			return until.Sub(now), "account banned cluster-wide", false
-		}
-		if until, banned := g.cluster.Banned(banAddr + src); banned {
-			return until.Sub(now), "address banned cluster-wide", false
-		}
+// failureFloor is the least time a refused password takes to answer.
+// Without it an unknown name (no bind) answers faster than a known one
+// with a wrong password (a bind to AD), which tells a stranger which
+// accounts exist. It is above a bind's usual latency; a typo costs the
+// user a quarter of a second.
+const failureFloor = 250 * time.Millisecond
+
+// errThrottled marks a password attempt refused before the directory.
+var errThrottled = errors.New("password attempt refused by the throttle")
+
+// checkPassword verifies name's password through the gates above. On
+// failure reason is the audit reason.
+func (g *Gateway) checkPassword(ctx context.Context, c *conn, name, pw string) (directory.Identity, string, error) {
+	// Throttle on the account, not the name typed: AD users often have a
+	// UPN whose prefix is not their account name (john.doe@… for jdoe),
+	// and every name must share one allowance or AD's lockout is
+	// reachable.
+	key := g.accountKey(name)
+	if id, err := c.resolve(name); err == nil {
+		key = id.Name
 	}
-	if wait, ok := g.throttle.Check(key, src); !ok {
-		return wait, "throttled", false
+	if wait, why, banned := g.banned(key, c.srcK); banned {
+		return directory.Identity{}, fmt.Sprintf("%s for %s after repeated failures", why, wait.Round(time.Second)), errThrottled
 	}
-	return 0, "", true
+	r, wait, err := g.throttle.Reserve(ctx, key, c.srcK)
+	switch {
+	case errors.Is(err, throttle.ErrThrottled):
+		return directory.Identity{}, fmt.Sprintf("throttled for %s after repeated failures", wait.Round(time.Second)), errThrottled
+	case err != nil:
+		return directory.Identity{}, "gave up waiting for another password attempt of the account or source", err
+	}
+	select {
+	case g.pwChecks <- struct{}{}:
+	case <-ctx.Done():
+		r.Release()
+		return directory.Identity{}, "gave up waiting for a password check slot", ctx.Err()
+	}
+	vctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	id, err := g.dir.VerifyPassword(vctx, name, pw)
+	cancel()
+	<-g.pwChecks
+	if err != nil {
+		// A directory that could not answer counts too: otherwise a
+		// guesser tries without limit while the DC is away (and against
+		// a password cache, when one is on).
+		r.Fail()
+		g.banIfTripped(key, c.srcK)
+		return directory.Identity{}, "", err
+	}
+	r.Success()
+	return id, "", nil
 }
 
-// passwordFailed counts a failed password attempt and, when that trips a
-// limit, bans the account or address cluster-wide for as long.
-func (g *Gateway) passwordFailed(key, src string) {
-	g.throttle.Failure(key, src)
+// padFailure waits until failureFloor has passed since start (or ctx
+// ends).
+func (g *Gateway) padFailure(ctx context.Context, start time.Time) {
+	d := time.Until(start.Add(failureFloor))
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// banned reports a cluster-wide ban of the account or source.
+func (g *Gateway) banned(key, src string) (wait time.Duration, why string, ok bool) {
+	if g.cluster == nil {
+		return 0, "", false
+	}
+	now := time.Now()
+	if until, banned := g.cluster.Banned(banUser + key); banned {
+		return until.Sub(now), "account banned cluster-wide", true
+	}
+	if until, banned := g.cluster.Banned(banAddr + src); banned {
+		return until.Sub(now), "address banned cluster-wide", true
+	}
+	return 0, "", false
+}
+
+// banIfTripped bans the account or address cluster-wide, for as long as
+// the local throttle refuses it, once a failure tripped a limit.
+func (g *Gateway) banIfTripped(key, src string) {
 	if g.cluster == nil {
 		return
 	}

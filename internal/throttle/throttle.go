@@ -16,12 +16,22 @@
 // trigger a lockout. Each gateway counts on its own: with G gateways set
 // UserFailures to at most (threshold-1)/G.
 //
+// Checking and recording apart would let N parallel guesses all pass the
+// check before the first failure is recorded: one burst of connections
+// would reach AD N times and lock the account. So a password attempt first
+// Reserves its place: at most MaxInFlightPerUser (1) verification per
+// account and MaxInFlightPerSource per source run at once (later ones wait
+// their turn), and attempts in flight count as failures when the allowance
+// is checked. The reservation then ends as a Fail, a Success or a Release.
+//
 // The user key must be the normalised account name (for AD:
 // ad.ParseName(...).Account), or cycling between alice, HPC\alice and
 // alice@realm would multiply the allowance.
 package throttle
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -43,6 +53,11 @@ type Config struct {
 	MaxDelay  time.Duration `yaml:"max_delay"`
 	// MaxEntries bounds the number of tracked keys [100000].
 	MaxEntries int `yaml:"max_entries"`
+	// MaxInFlightPerUser is how many password verifications of one
+	// account may run at once [1]; others wait their turn.
+	MaxInFlightPerUser int `yaml:"max_in_flight_per_user"`
+	// MaxInFlightPerSource is the same per source address [4].
+	MaxInFlightPerSource int `yaml:"max_in_flight_per_source"`
 	// Now is the clock [time.Now]; tests inject their own.
 	Now func() time.Time `yaml:"-"`
 }
@@ -70,6 +85,12 @@ func (c Config) Defaults() Config {
 	if c.MaxEntries <= 0 {
 		c.MaxEntries = 100000
 	}
+	if c.MaxInFlightPerUser <= 0 {
+		c.MaxInFlightPerUser = 1
+	}
+	if c.MaxInFlightPerSource <= 0 {
+		c.MaxInFlightPerSource = 4
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -84,6 +105,9 @@ type Throttle struct {
 	mu      sync.Mutex
 	users   map[string]*state
 	sources map[string]*state
+	// wake is closed (and replaced) whenever a reservation ends, so that
+	// attempts waiting their turn look again.
+	wake chan struct{}
 }
 
 // state is the failure history of one key.
@@ -91,11 +115,12 @@ type state struct {
 	fails       []time.Time // failures within the window, oldest first, at most limit
 	consecutive int         // failures since the last success
 	last        time.Time   // time of the last failure
+	inflight    int         // reservations not yet ended
 }
 
 // New returns a Throttle with cfg's limits (defaults applied).
 func New(cfg Config) *Throttle {
-	return &Throttle{cfg: cfg.Defaults(), users: map[string]*state{}, sources: map[string]*state{}}
+	return &Throttle{cfg: cfg.Defaults(), users: map[string]*state{}, sources: map[string]*state{}, wake: make(chan struct{})}
 }
 
 // Check reports whether an attempt by user from src may proceed now. When
@@ -105,6 +130,13 @@ func (t *Throttle) Check(user, src string) (retryAfter time.Duration, ok bool) {
 	now := t.cfg.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	wait := t.waitLocked(user, src, now)
+	return wait, wait == 0
+}
+
+// waitLocked is how long an attempt must wait by the failures recorded
+// for user and src. t.mu held.
+func (t *Throttle) waitLocked(user, src string, now time.Time) time.Duration {
 	var wait time.Duration
 	if s := t.users[user]; user != "" && s != nil {
 		wait = max(wait, s.wait(now, t.cfg.UserFailures, t.cfg.UserWindow, t.cfg))
@@ -112,7 +144,101 @@ func (t *Throttle) Check(user, src string) (retryAfter time.Duration, ok bool) {
 	if s := t.sources[src]; src != "" && s != nil {
 		wait = max(wait, s.wait(now, t.cfg.SourceFailures, t.cfg.SourceWindow, t.cfg))
 	}
-	return wait, wait == 0
+	return wait
+}
+
+// ErrThrottled is returned by Reserve when the allowance is used up.
+var ErrThrottled = errors.New("throttled")
+
+// Reservation is one password attempt's place, from Reserve until it ends
+// with exactly one of Fail, Success or Release (later calls are ignored).
+type Reservation struct {
+	t         *Throttle
+	user, src string
+	done      bool
+}
+
+// Reserve takes a place for one password attempt by user from src. While
+// MaxInFlightPerUser attempts for user, or MaxInFlightPerSource from src,
+// are being verified it waits for one to end (or for ctx). Then it checks
+// the allowance, counting attempts in flight as failures: if it is used
+// up, Reserve returns ErrThrottled and how long until an attempt may
+// proceed. An empty user or src is not limited.
+func (t *Throttle) Reserve(ctx context.Context, user, src string) (*Reservation, time.Duration, error) {
+	for {
+		now := t.cfg.Now()
+		t.mu.Lock()
+		busy := user != "" && t.busy(t.users[user], now, t.cfg.MaxInFlightPerUser, t.cfg.UserFailures, t.cfg.UserWindow) ||
+			src != "" && t.busy(t.sources[src], now, t.cfg.MaxInFlightPerSource, t.cfg.SourceFailures, t.cfg.SourceWindow)
+		if !busy {
+			if wait := t.waitLocked(user, src, now); wait > 0 {
+				t.mu.Unlock()
+				return nil, wait, ErrThrottled
+			}
+			if user != "" {
+				t.get(t.users, user, now, t.cfg.UserWindow).inflight++
+			}
+			if src != "" {
+				t.get(t.sources, src, now, t.cfg.SourceWindow).inflight++
+			}
+			t.mu.Unlock()
+			return &Reservation{t: t, user: user, src: src}, 0, nil
+		}
+		wake := t.wake
+		t.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+	}
+}
+
+// busy reports whether a key has as many attempts in flight as it may, or
+// so many that, were they all to fail, the allowance would be used up: the
+// next attempt must wait for one to end. t.mu held.
+func (t *Throttle) busy(s *state, now time.Time, maxInFlight, limit int, window time.Duration) bool {
+	if s == nil || s.inflight == 0 {
+		return false
+	}
+	s.expire(now, window)
+	return s.inflight >= maxInFlight || len(s.fails)+s.inflight >= limit
+}
+
+// Fail ends the attempt as a failure (wrong password, unknown user, or a
+// directory that could not answer: those count too, or a guesser could try
+// without limit while the DC is away, and against a password cache).
+func (r *Reservation) Fail() {
+	r.end(func(now time.Time) { r.t.failureLocked(r.user, r.src, now) })
+}
+
+// Success ends the attempt as a successful login (see Throttle.Success).
+func (r *Reservation) Success() {
+	r.end(func(time.Time) { r.t.successLocked(r.user, r.src) })
+}
+
+// Release ends the attempt without an outcome (it never reached the
+// directory).
+func (r *Reservation) Release() { r.end(func(time.Time) {}) }
+
+func (r *Reservation) end(outcome func(now time.Time)) {
+	if r == nil || r.done {
+		return
+	}
+	r.done = true
+	t := r.t
+	now := t.cfg.Now()
+	t.mu.Lock()
+	if s := t.users[r.user]; r.user != "" && s != nil {
+		s.inflight = max(s.inflight-1, 0)
+	}
+	if s := t.sources[r.src]; r.src != "" && s != nil {
+		s.inflight = max(s.inflight-1, 0)
+	}
+	outcome(now)
+	close(t.wake)
+	t.wake = make(chan struct{})
+	t.mu.Unlock()
 }
 
 // Failure records a failed attempt (wrong password, unknown user).
@@ -120,6 +246,10 @@ func (t *Throttle) Failure(user, src string) {
 	now := t.cfg.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.failureLocked(user, src, now)
+}
+
+func (t *Throttle) failureLocked(user, src string, now time.Time) {
 	if user != "" {
 		t.get(t.users, user, now, t.cfg.UserWindow).fail(now, t.cfg.UserFailures, t.cfg.UserWindow)
 	}
@@ -134,7 +264,16 @@ func (t *Throttle) Failure(user, src string) {
 func (t *Throttle) Success(user, src string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.users, user)
+	t.successLocked(user, src)
+}
+
+func (t *Throttle) successLocked(user, src string) {
+	if s := t.users[user]; s != nil && s.inflight > 0 {
+		// Another attempt is still in flight: keep its count.
+		s.fails, s.consecutive = nil, 0
+	} else {
+		delete(t.users, user)
+	}
 	if s := t.sources[src]; s != nil {
 		s.consecutive = 0
 	}
@@ -164,16 +303,18 @@ func (t *Throttle) get(m map[string]*state, key string, now time.Time, window ti
 // loses its own history first on average).
 func (t *Throttle) prune(m map[string]*state, now time.Time, window time.Duration) {
 	for k, s := range m {
-		if now.Sub(s.last) >= max(window, t.cfg.MaxDelay) {
+		if s.inflight == 0 && now.Sub(s.last) >= max(window, t.cfg.MaxDelay) {
 			delete(m, k)
 		}
 	}
 	if len(m) < t.cfg.MaxEntries {
 		return
 	}
-	for k := range m {
-		delete(m, k)
-		return
+	for k, s := range m {
+		if s.inflight == 0 {
+			delete(m, k)
+			return
+		}
 	}
 }
 

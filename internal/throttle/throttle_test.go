@@ -1,6 +1,8 @@
 package throttle
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -189,4 +191,101 @@ func TestConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A burst of parallel guesses for one account gets at most the allowance
+// through to the directory, however they interleave: attempts in flight
+// count, and only one per account is verified at a time.
+func TestReserveParallelBurst(t *testing.T) {
+	th := New(Config{UserFailures: 3, UserWindow: time.Hour, SourceFailures: 1000, BaseDelay: time.Nanosecond, MaxDelay: time.Nanosecond})
+	var mu sync.Mutex
+	inFlight, maxInFlight, reached, refused := 0, 0, 0, 0
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			r, _, err := th.Reserve(context.Background(), "alice", fmt.Sprintf("10.0.0.%d", i))
+			if err != nil {
+				mu.Lock()
+				refused++
+				mu.Unlock()
+				return
+			}
+			mu.Lock()
+			inFlight++
+			reached++
+			maxInFlight = max(maxInFlight, inFlight)
+			mu.Unlock()
+			time.Sleep(time.Millisecond) // the "bind": hold the reservation a moment
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			r.Fail()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if reached > 3 || maxInFlight > 1 || reached+refused != 50 {
+		t.Fatalf("reached the directory %d times (allowance 3), %d at once (cap 1), %d refused", reached, maxInFlight, refused)
+	}
+}
+
+func TestReserveWaitsItsTurnAndHonoursContext(t *testing.T) {
+	th := New(Config{UserFailures: 3, MaxInFlightPerSource: 1})
+	r1, _, err := th.Reserve(context.Background(), "alice", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second attempt for the same account waits...
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, _, err := th.Reserve(ctx, "alice", "other"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second attempt while one is in flight: %v, want it to wait until the context ends", err)
+	}
+	// ...and so does another account from the same source (cap 1).
+	got := make(chan error, 1)
+	go func() {
+		r, _, err := th.Reserve(context.Background(), "bob", "s")
+		if err == nil {
+			r.Release()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("bob's attempt from a busy source did not wait: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	r1.Success()
+	r1.Fail() // ignored: a reservation ends once
+	if err := <-got; err != nil {
+		t.Fatalf("bob's attempt after alice's ended: %v", err)
+	}
+	if wait, ok := th.Check("alice", "s"); !ok {
+		t.Fatalf("alice throttled after a success (and an ignored Fail): wait %v", wait)
+	}
+}
+
+func TestReserveRefusesWhenAllowanceUsed(t *testing.T) {
+	th, clk := newTest(Config{UserFailures: 2, UserWindow: time.Hour, BaseDelay: time.Nanosecond, MaxDelay: time.Nanosecond})
+	for range 2 {
+		r, _, err := th.Reserve(context.Background(), "alice", "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Fail()
+	}
+	_, wait, err := th.Reserve(context.Background(), "alice", "s")
+	if !errors.Is(err, ErrThrottled) || wait != time.Hour {
+		t.Fatalf("third attempt: wait %v, %v; want ErrThrottled for 1h", wait, err)
+	}
+	clk.advance(time.Hour)
+	if r, _, err := th.Reserve(context.Background(), "alice", "s"); err != nil {
+		t.Fatalf("after the window: %v", err)
+	} else {
+		r.Release()
+	}
 }

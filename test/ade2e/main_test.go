@@ -296,8 +296,8 @@ type gwOptions struct {
 
 // adGateway is an in-process gateway with the AD directory on 127.0.0.1.
 type adGateway struct {
-	srv        *gateway.Gateway
-	dir        *ad.Directory
+	srv        *gateway.Assembled
+	dir        *ad.Directory // srv's directory
 	cfg        *config.Config
 	ln         net.Listener
 	knownHosts string
@@ -399,18 +399,14 @@ func startGateway(ctx context.Context, dir string, o gwOptions) (*adGateway, err
 		return nil, err
 	}
 	log := slog.New(slog.NewJSONHandler(g.logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	if g.dir, err = ad.New(cfg.Directory.AD, log.With("directory", "ad")); err != nil {
-		g.logFile.Close()
-		return nil, fmt.Errorf("ad directory: %w", err)
-	}
-	if g.srv, err = gateway.New(cfg, gateway.Options{Logger: log, Directory: g.dir}); err != nil {
-		g.dir.Close()
+	// Built the one way every gateway is (as `frontdoor gateway` does).
+	if g.srv, err = gateway.Build(ctx, cfg, log); err != nil {
 		g.logFile.Close()
 		return nil, err
 	}
+	g.dir = g.srv.Directory.(*ad.Directory)
 	if g.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		g.srv.Close()
-		g.dir.Close()
 		g.logFile.Close()
 		return nil, err
 	}
@@ -418,7 +414,6 @@ func startGateway(ctx context.Context, dir string, o gwOptions) (*adGateway, err
 	if err := os.WriteFile(g.knownHosts, []byte(harness.KnownHostsLine(g.Addr(), keys.HostPublicKey)+"\n"), 0o644); err != nil {
 		g.ln.Close()
 		g.srv.Close()
-		g.dir.Close()
 		g.logFile.Close()
 		return nil, err
 	}
@@ -435,7 +430,6 @@ func (g *adGateway) Close() {
 	}
 	g.srv.Close()
 	<-g.served
-	g.dir.Close()
 	g.logFile.Close()
 }
 

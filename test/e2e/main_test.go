@@ -48,6 +48,8 @@ var (
 	dave  *harness.User // group suspended: denied by policy
 
 	directKnownHosts string // known_hosts for logging in to the nodes directly
+	// frontdoorBin is the binary the nodes' sshd runs to check principals.
+	frontdoorBin string
 )
 
 // Unix user names are prefixed so that they cannot collide with the
@@ -114,6 +116,11 @@ func setup(ctx context.Context, stops *[]func()) error {
 	if keys, err = harness.Keys(filepath.Join(base, "keys")); err != nil {
 		return err
 	}
+	var rmBin func()
+	if frontdoorBin, rmBin, err = harness.BuildFrontdoor(ctx, filepath.Join("..", "..")); err != nil {
+		return err
+	}
+	*stops = append(*stops, rmBin)
 	udir := filepath.Join(base, "users")
 	for _, u := range []struct {
 		p              **harness.User
@@ -146,6 +153,7 @@ func setup(ctx context.Context, stops *[]func()) error {
 	for _, n := range nodes {
 		node, err := harness.StartNode(ctx, harness.NodeOptions{
 			Name: n.name, Addr: n.addr, Dir: filepath.Join(base, "nodes", n.name), UserCAPub: keys.UserCAPub,
+			Frontdoor: frontdoorBin, // the deploy/ drop-in's principal check, for real
 		})
 		if err != nil {
 			return err
@@ -184,8 +192,12 @@ func setup(ctx context.Context, stops *[]func()) error {
 			// packages can slow sshd's handshake past the 5 s default.
 			ConnectTimeout: 20 * time.Second,
 			Keys:           keys,
-			Nodes:          []harness.NodeEntry{login1.Entry("general"), login2.Entry("general"), bad},
-			UsersFile:      usersFile,
+			// The load test is 200 users arriving at once from one
+			// address, like a campus behind one NAT: exempt it from
+			// the per-source limits (test/adversarial checks those).
+			GatewayExtra: map[string]any{"admission_exempt": []string{"127.0.0.0/8"}, "max_startups": 1000},
+			Nodes:        []harness.NodeEntry{login1.Entry("general"), login2.Entry("general"), bad},
+			UsersFile:    usersFile,
 			Rules: []policy.Rule{
 				{Name: "suspended", Groups: []string{"suspended"}, Deny: true},
 				{Name: "ops", Users: []string{carolName}, Pools: []string{"general", "broken"}},

@@ -20,7 +20,6 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/ca"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
-	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 )
@@ -103,6 +102,10 @@ type GatewayConfig struct {
 	ConnectTimeout time.Duration
 	// MaxAttempts is backend.max_attempts (default: the config's).
 	MaxAttempts int
+	// GatewayExtra and BackendExtra are merged into the gateway and
+	// backend sections (e.g. admission limits, backend.min_uid).
+	GatewayExtra map[string]any
+	BackendExtra map[string]any
 }
 
 // WriteGatewayConfig writes DIR/gateway.yaml and the backend known_hosts
@@ -190,6 +193,12 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 	if c.Banner != "" {
 		gw["banner"] = c.Banner
 	}
+	for k, v := range c.GatewayExtra {
+		gw[k] = v
+	}
+	for k, v := range c.BackendExtra {
+		backend[k] = v
+	}
 	doc := map[string]any{
 		"gateway":   gw,
 		"backend":   backend,
@@ -231,9 +240,8 @@ type GatewayOptions struct {
 
 // Gateway is a frontdoor gateway running in this process on 127.0.0.1.
 type Gateway struct {
-	srv        *gateway.Gateway
+	srv        *gateway.Assembled
 	cfg        *config.Config
-	dir        *static.Directory
 	ln         net.Listener
 	hostKey    ssh.PublicKey
 	knownHosts string
@@ -242,7 +250,7 @@ type Gateway struct {
 }
 
 // StartGateway writes the configuration, builds the gateway exactly as
-// `frontdoor gateway` does (config.Load, static directory, gateway.New) and
+// `frontdoor gateway` does (config.Load, gateway.Build) and
 // serves it on a free port of 127.0.0.1. ctx bounds the gateway's life as
 // well; Close stops it and waits.
 func StartGateway(ctx context.Context, o GatewayOptions) (*Gateway, error) {
@@ -263,18 +271,12 @@ func StartGateway(ctx context.Context, o GatewayOptions) (*Gateway, error) {
 		log = slog.New(slog.NewJSONHandler(g.logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	fail := func(err error) (*Gateway, error) {
-		if g.dir != nil {
-			g.dir.Close()
-		}
 		if g.logFile != nil {
 			g.logFile.Close()
 		}
 		return nil, err
 	}
-	if g.dir, err = static.New(cfg.Directory.Static.File); err != nil {
-		return fail(fmt.Errorf("harness: users file: %w", err))
-	}
-	if g.srv, err = gateway.New(cfg, gateway.Options{Logger: log, Directory: g.dir}); err != nil {
+	if g.srv, err = gateway.Build(ctx, cfg, log); err != nil {
 		return fail(fmt.Errorf("harness: gateway: %w", err))
 	}
 	if g.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
@@ -292,7 +294,7 @@ func StartGateway(ctx context.Context, o GatewayOptions) (*Gateway, error) {
 }
 
 // Server is the gateway under test (sessions, registry, ...).
-func (g *Gateway) Server() *gateway.Gateway { return g.srv }
+func (g *Gateway) Server() *gateway.Gateway { return g.srv.Gateway }
 
 // Config is the loaded configuration.
 func (g *Gateway) Config() *config.Config { return g.cfg }
@@ -322,7 +324,6 @@ func (g *Gateway) Close() error {
 		err = serr
 	}
 	g.served <- nil // a second Close returns at once
-	g.dir.Close()
 	if g.logFile != nil {
 		g.logFile.Close()
 	}

@@ -39,6 +39,12 @@ type NodeOptions struct {
 	UserCAPub string
 	// ExtraConfig lines are appended to sshd_config.
 	ExtraConfig []string
+	// Frontdoor, if set, is a frontdoor binary: sshd then checks every
+	// certificate principal with `frontdoor authorized-principals` as the
+	// deploy/ drop-in does (the node's own refusal of root and system
+	// accounts). It and its directories must be root-owned and readable by
+	// nobody.
+	Frontdoor string
 	// StartTimeout bounds the wait for sshd's banner (default 15s).
 	StartTimeout time.Duration
 }
@@ -162,6 +168,10 @@ func (n *Node) writeConfig(o NodeOptions, keyPath string) error {
 		"MaxSessions 100",
 		"Subsystem sftp internal-sftp",
 		"LogLevel VERBOSE",
+	}
+	if o.Frontdoor != "" {
+		lines = append(lines, "AuthorizedPrincipalsCommand "+o.Frontdoor+" authorized-principals --min-uid 1000 %u",
+			"AuthorizedPrincipalsCommandUser nobody", "PermitRootLogin no")
 	}
 	lines = append(lines, o.ExtraConfig...)
 	return os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
+)
+
+func init() {
+	register("authorized-principals", "sshd AuthorizedPrincipalsCommand on login nodes: the principals USER accepts", runAuthorizedPrincipals)
+}
+
+// runAuthorizedPrincipals is the login node's own check of the principal a
+// frontdoor certificate names, the second lock behind the gateway's:
+// sshd runs it as AuthorizedPrincipalsCommand for the account being logged
+// in to and accepts a certificate only for a principal it prints. It
+// prints the account's name when the account exists locally, has a uid of
+// at least --min-uid and is not denied; else nothing. A gateway whose CA key
+// were misused could still not log in as root or a service account.
+func runAuthorizedPrincipals(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("authorized-principals", flag.ContinueOnError)
+	minUID := fs.Int("min-uid", 1000, "refuse accounts whose uid is below this")
+	deny := fs.String("deny", strings.Join(config.DefaultDenyPrincipals(), ","), "comma-separated account names always refused")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: frontdoor authorized-principals [--min-uid N] [--deny a,b] USER (sshd: %%u)", errUsage)
+	}
+	name, err := principalFor(fs.Arg(0), *minUID, strings.Split(*deny, ","), user.Lookup)
+	if err != nil {
+		// sshd logs stderr; stdout stays empty, which refuses the login.
+		fmt.Fprintf(os.Stderr, "frontdoor authorized-principals: %v\n", err)
+		return nil
+	}
+	fmt.Println(name)
+	return nil
+}
+
+// errNotPrincipal: the account may not be logged in to with a certificate.
+var errNotPrincipal = errors.New("not an acceptable principal")
+
+// principalFor decides whether account may be a certificate principal.
+func principalFor(account string, minUID int, deny []string, lookup func(string) (*user.User, error)) (string, error) {
+	if account == "" || strings.ContainsAny(account, " \t\r\n,") {
+		return "", fmt.Errorf("%w: invalid account name %q", errNotPrincipal, account)
+	}
+	for _, d := range deny {
+		if strings.EqualFold(strings.TrimSpace(d), account) {
+			return "", fmt.Errorf("%w: %s is denied", errNotPrincipal, account)
+		}
+	}
+	u, err := lookup(account)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", errNotPrincipal, err)
+	}
+	uid, err := strconv.Atoi(u.Uid)
+	if err != nil || uid == 0 || uid < minUID {
+		return "", fmt.Errorf("%w: %s has uid %s, below %d", errNotPrincipal, account, u.Uid, minUID)
+	}
+	return u.Username, nil
+}
