@@ -79,6 +79,7 @@ type conn struct {
 	cancel context.CancelFunc
 
 	lookups map[string]lookup // directory answers by typed name (before '+')
+	padded  map[string]bool   // names whose first key refusal was padded
 	// pre is the speculative TCP connection (see preconn). It is set from
 	// the first read of the client's bytes, hence atomic.
 	pre  atomic.Pointer[preconn]
@@ -110,7 +111,7 @@ func newConn(g *Gateway, nc net.Conn) *conn {
 	ctx, cancel := context.WithTimeout(g.closing, g.cfg.Gateway.LoginGraceTime)
 	src := nc.RemoteAddr().String()
 	return &conn{g: g, nc: nc, id: newSessionID(), src: src, srcK: SourceKey(src), ctx: ctx, cancel: cancel,
-		lookups: map[string]lookup{}}
+		lookups: map[string]lookup{}, padded: map[string]bool{}}
 }
 
 func (c *conn) serverConfig() *ssh.ServerConfig {
@@ -247,7 +248,9 @@ func (c *conn) resolve(name string) (directory.Identity, error) {
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 	defer cancel()
+	start := time.Now()
 	id, err := c.g.dir.Lookup(ctx, name)
+	c.g.lookups.record(time.Since(start))
 	if len(c.lookups) < 16 { // a client cycling names gains no memory
 		c.lookups[name] = lookup{id, err}
 	}
@@ -289,6 +292,7 @@ func (c *conn) publicKey(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permiss
 // keyOwner resolves the account a request names and checks that key is
 // one of its keys; a refusal is audited.
 func (c *conn) keyOwner(typed string, key ssh.PublicKey) (attempt, bool) {
+	start := time.Now()
 	a := attempt{typed: typed, method: MethodPublicKey, key: key}
 	if _, isCert := key.(*ssh.Certificate); isCert {
 		c.auditAuth(a, "fail", "user certificates are not accepted")
@@ -302,15 +306,28 @@ func (c *conn) keyOwner(typed string, key ssh.PublicKey) (attempt, bool) {
 	a.name, a.node = name, node
 	id, err := c.resolve(name)
 	if err != nil {
+		c.padRefusal(name, start)
 		c.auditAuth(a, "fail", directory.Reason(err))
 		return a, false
 	}
 	a.ident = id
 	if !hasKey(id.Keys, key) {
+		c.padRefusal(name, start)
 		c.auditAuth(a, "fail", "key not authorized")
 		return a, false
 	}
 	return a, true
+}
+
+// padRefusal makes the first key refusal for name on this connection take
+// the lookup floor (see timing.go); later ones are answered from the
+// connection's cache for known and unknown names alike.
+func (c *conn) padRefusal(name string, start time.Time) {
+	if c.padded[name] || len(c.padded) >= 16 {
+		return
+	}
+	c.padded[name] = true
+	sleepUntil(c.ctx, start.Add(c.g.lookups.floor()))
 }
 
 // verifiedPublicKey runs once the client proved it holds key, as the user

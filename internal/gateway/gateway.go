@@ -66,6 +66,7 @@ type Gateway struct {
 	exemptAdm  []netip.Prefix
 	spec       *specBudget   // node connections before proof
 	pwChecks   chan struct{} // one per password verification running
+	lookups    lookupTimes   // recent directory lookup latencies (timing.go)
 	principals Principals
 
 	rndMu sync.Mutex // rndMu protects rnd

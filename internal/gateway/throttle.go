@@ -84,19 +84,10 @@ func (g *Gateway) checkPassword(ctx context.Context, c *conn, name, pw string) (
 	return id, "", nil
 }
 
-// padFailure waits until failureFloor has passed since start (or ctx
-// ends).
+// padFailure waits until a refused password has taken failureFloor and
+// the lookup floor since start (or ctx ends).
 func (g *Gateway) padFailure(ctx context.Context, start time.Time) {
-	d := time.Until(start.Add(failureFloor))
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	sleepUntil(ctx, start.Add(max(failureFloor, g.lookups.floor())))
 }
 
 // banned reports a cluster-wide ban of the account or source.

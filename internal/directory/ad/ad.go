@@ -54,6 +54,11 @@ type Directory struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// unknown remembers names AD said do not exist, briefly: a stranger
+	// spraying names costs AD one search per name per negativeTTL, and an
+	// unknown name answers as fast as a cached one.
+	unknown *negCache
+
 	// mu protects the following.
 	mu           sync.Mutex
 	offline      bool
@@ -80,11 +85,12 @@ func New(cfg Config, logger *slog.Logger) (*Directory, error) {
 		logger = slog.Default()
 	}
 	d := &Directory{
-		cfg:   cfg,
-		log:   logger,
-		now:   time.Now,
-		cache: newCache(cfg.MaxCacheEntries),
-		quit:  make(chan struct{}),
+		cfg:     cfg,
+		log:     logger,
+		now:     time.Now,
+		cache:   newCache(cfg.MaxCacheEntries),
+		unknown: newNegCache(cfg.MaxCacheEntries),
+		quit:    make(chan struct{}),
 		attrs: []string{"sAMAccountName", "userPrincipalName", "userAccountControl",
 			"msDS-User-Account-Control-Computed", "accountExpires", "uidNumber", "gidNumber", "objectSid", "primaryGroupID",
 			cfg.KeyAttribute},
@@ -132,6 +138,9 @@ func (d *Directory) lookup(ctx context.Context, n Name) (*entry, error) {
 	if d.Offline() {
 		return d.fromCache(n, nil)
 	}
+	if d.unknown.has(n, now) {
+		return nil, &directory.Error{Kind: directory.ErrNoSuchUser, Reason: "ad: no such account"}
+	}
 	if e := d.cache.get(n); e != nil && now.Sub(e.id.FetchedAt) < d.cfg.CacheTTL {
 		if !e.expires.IsZero() && !now.Before(e.expires) {
 			d.cache.delete(e.id.Name)
@@ -153,6 +162,7 @@ func (d *Directory) lookup(ctx context.Context, n Name) (*entry, error) {
 		if n.UPN == "" { // a UPN's prefix need not be the account name
 			d.cache.delete(n.Account)
 		}
+		d.unknown.add(n, now)
 	case errors.Is(err, directory.ErrAccountDisabled):
 		if acct := accountOf(err); acct != "" {
 			d.cache.delete(acct)

@@ -138,3 +138,48 @@ func cloneIdentity(id directory.Identity) directory.Identity {
 	id.Keys = slices.Clone(id.Keys)
 	return id
 }
+
+// negativeTTL is how long a name AD does not know stays unknown: short, so
+// an account created a moment ago can log in almost at once.
+const negativeTTL = 30 * time.Second
+
+// negCache holds names AD answered "no such user" for, bounded. Safe for
+// concurrent use.
+type negCache struct {
+	max int
+
+	mu    sync.Mutex // mu protects the following
+	names map[Name]time.Time
+}
+
+func newNegCache(max int) *negCache { return &negCache{max: max, names: map[Name]time.Time{}} }
+
+func (c *negCache) has(n Name, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.names[n]
+	if ok && now.Sub(at) >= negativeTTL {
+		delete(c.names, n)
+		return false
+	}
+	return ok
+}
+
+func (c *negCache) add(n Name, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.names) >= c.max {
+		for k, at := range c.names {
+			if now.Sub(at) >= negativeTTL {
+				delete(c.names, k)
+			}
+		}
+		for k := range c.names { // still full: make room anywhere
+			if len(c.names) < c.max {
+				break
+			}
+			delete(c.names, k)
+		}
+	}
+	c.names[n] = now
+}

@@ -210,3 +210,22 @@ func TestPrimaryGroupSID(t *testing.T) {
 		t.Errorf("escapeBytes = %q", e)
 	}
 }
+
+func TestNegCache(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := newNegCache(2)
+	a, b, x := Name{Account: "a"}, Name{Account: "b"}, Name{Account: "x", UPN: "x@y"}
+	c.add(a, now)
+	if !c.has(a, now.Add(negativeTTL-time.Second)) || c.has(b, now) {
+		t.Fatal("negative entry not kept, or invented")
+	}
+	if c.has(a, now.Add(negativeTTL)) {
+		t.Fatal("negative entry outlived negativeTTL: a new account would stay unknown")
+	}
+	c.add(a, now)
+	c.add(b, now)
+	c.add(x, now)
+	if len(c.names) > 2 || !c.has(x, now) {
+		t.Fatalf("bound not kept: %v", c.names)
+	}
+}
