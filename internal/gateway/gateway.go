@@ -366,6 +366,9 @@ func (g *Gateway) relay(ctx context.Context, c *conn, sconn *ssh.ServerConn, cha
 		Log:               log,
 		Stats:             s.stats,
 		KeepaliveInterval: g.cfg.Backend.KeepaliveInterval,
+		Env:               sessionEnv(lr, b.target, s.ID),
+		Banner:            sessionBanner(lr, b.target),
+		AllowDirect:       allowDirect(b.target),
 	}
 	err := r.Run(ctx)
 

@@ -42,6 +42,19 @@ type Relay struct {
 	// KeepaliveInterval, if positive, probes the node connection; a node
 	// that does not answer within two intervals is treated as dead.
 	KeepaliveInterval time.Duration
+
+	// Session additions (see session.go). Env is sent to the node before
+	// each session starts; Banner (may be nil) is shown to interactive
+	// sessions; AllowDirect (nil: anything) filters -L/-D destinations;
+	// IdleTimeout (0: off) closes a connection relaying no data, with a
+	// warning IdleWarning before.
+	Env         map[string]string
+	Banner      func() string
+	AllowDirect func(host string, port uint32) bool
+	IdleTimeout time.Duration
+	IdleWarning time.Duration
+
+	idle *idleWatch // nil without IdleTimeout
 }
 
 // Channel types, and the forwarding right each needs.
@@ -92,6 +105,8 @@ func (r *Relay) Run(ctx context.Context) error {
 		ka = r.startKeepalive(closeBoth)
 		defer ka.Stop()
 	}
+	r.startIdle(closeBoth)
+	defer r.idle.stop()
 
 	// One goroutine serves both sides' new channels and global requests;
 	// anything that waits on the other side gets its own goroutine, so a
@@ -282,6 +297,13 @@ func (r *Relay) open(nc ssh.NewChannel, other ssh.Conn, fromClient bool) {
 		nc.Reject(ssh.Prohibited, errProhibitedMessage)
 		return
 	}
+	if fromClient && t == chanDirectTCPIP {
+		if dest, ok := r.mayDirect(nc.ExtraData()); !ok {
+			r.Log.Info("forwarding destination refused", "channel", t, "dest", dest)
+			nc.Reject(ssh.Prohibited, "forwarding to that destination is not allowed by frontdoor policy")
+			return
+		}
+	}
 	och, oreqs, err := other.OpenChannel(t, nc.ExtraData())
 	if err != nil {
 		var oerr *ssh.OpenChannelError
@@ -336,9 +358,13 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 		up.CloseWrite()
 	}()
 	downDone := make(chan struct{})
+	var st *sessionState
+	if session {
+		st = &sessionState{down: down}
+	}
 	go func() {
 		defer close(downDone)
-		r.forwardRequests(downReqs, up, session, &replyMu, nil)
+		r.forwardRequests(downReqs, up, st, &replyMu, nil)
 		// The client closed the channel: once its data is through, so
 		// does the node's end.
 		input.Wait()
@@ -381,7 +407,7 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 	// Requests until the node closes (exit-status and exit-signal come
 	// before its close), then close the client's end once the output is
 	// through.
-	r.forwardRequests(upReqs, down, false, nil, func(t string) {
+	r.forwardRequests(upReqs, down, nil, nil, func(t string) {
 		if t == reqExitStatus || t == reqExitSignal {
 			markExited()
 		}
@@ -393,13 +419,13 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 }
 
 // forwardRequests passes channel requests from one side to the other, with
-// the other side's answer. fromClientSession filters the client's session
-// requests by forwarding rights; replyMu, if set, is held from sending a
-// request to delivering its reply; forwarded, if set, is called after each
-// request has been passed on.
-func (r *Relay) forwardRequests(reqs <-chan *ssh.Request, to ssh.Channel, fromClientSession bool, replyMu *sync.Mutex, forwarded func(reqType string)) {
+// the other side's answer. st is set for a client's session requests,
+// which are filtered by forwarding rights and get the session additions;
+// replyMu, if set, is held from sending a request to delivering its reply;
+// forwarded, if set, is called after each request has been passed on.
+func (r *Relay) forwardRequests(reqs <-chan *ssh.Request, to ssh.Channel, st *sessionState, replyMu *sync.Mutex, forwarded func(reqType string)) {
 	for req := range reqs {
-		if fromClientSession && !r.maySessionRequest(req.Type) {
+		if st != nil && !r.clientSessionRequest(st, req, to) {
 			r.Log.Info("session request refused", "request", req.Type)
 			if req.WantReply {
 				req.Reply(false, nil)

@@ -382,3 +382,32 @@ func TestControlMaster(t *testing.T) {
 		t.Fatal("master did not exit after -O exit")
 	}
 }
+
+// TestLocalForwardDestinations: -L and -D lead to the login node's own
+// services (localhost, its loopback, its name) and nowhere else by
+// default: a login node is not a jump host into the cluster network.
+func TestLocalForwardDestinations(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 2*time.Minute)
+	echo := echoServer(t, "tcp", "127.0.0.1:0")
+	c, err := gw.DialGo(ctx, aliceName, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	conn, err := c.Dial("tcp", echo.Addr().String())
+	if err != nil {
+		t.Fatalf("-L to the node's own loopback refused: %v", err)
+	}
+	if err := roundTrip(conn, "own-service"); err != nil {
+		t.Fatal(err)
+	}
+	for _, dest := range []string{"192.0.2.1:80", "10.0.0.1:22", "metadata.internal:80"} {
+		if conn, err := c.Dial("tcp", dest); err == nil {
+			conn.Close()
+			t.Fatalf("-L to %s accepted", dest)
+		} else if !strings.Contains(err.Error(), "not allowed by frontdoor policy") {
+			t.Fatalf("-L to %s: %v, want the gateway's refusal", dest, err)
+		}
+	}
+}

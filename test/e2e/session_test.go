@@ -143,15 +143,18 @@ func TestUserPlusNode(t *testing.T) {
 	}
 }
 
-// TestEnvPassed: SendEnv variables the node accepts (AcceptEnv) arrive.
+// TestEnvPassed: SendEnv variables the node accepts (AcceptEnv) arrive,
+// next to the gateway's own FRONTDOOR_* variables — which a client cannot
+// set or override.
 func TestEnvPassed(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 2*time.Minute)
 	c := client(alice)
-	c.Env = append(c.Env, "FRONTDOOR_TEST_VAR=hello-env")
-	r := run(c.SSH(ctx, aliceName, "-o", "SendEnv=FRONTDOOR_TEST_VAR", `echo "[$FRONTDOOR_TEST_VAR]"`), nil)
+	c.Env = append(c.Env, "LC_FRONTDOOR_TEST=hello-env", "FRONTDOOR_NODE=forged", "FRONTDOOR_RULE=forged")
+	r := run(c.SSH(ctx, aliceName+"+login2", "-o", "SendEnv=LC_FRONTDOOR_TEST FRONTDOOR_NODE FRONTDOOR_RULE",
+		`echo "[$LC_FRONTDOOR_TEST] [$FRONTDOOR_NODE] [$FRONTDOOR_POOL] [$FRONTDOOR_RULE] [${#FRONTDOOR_SESSION}]"`), nil)
 	mustExit(t, r, 0)
-	if got := string(r.Stdout); got != "[hello-env]\n" {
+	if got := string(r.Stdout); got != "[hello-env] [login2] [general] [everyone] [16]\n" {
 		t.Fatalf("env on node = %q", got)
 	}
 }
@@ -180,8 +183,10 @@ func TestInteractivePTY(t *testing.T) {
 		}
 		return end
 	}
-	// The login shell's prompt (Debian's skeleton .bashrc: user@host:~$).
-	pos := step(0, "", aliceName+"@")
+	// The gateway's banner comes first (interactive logins only), then
+	// the login shell's prompt (Debian's skeleton .bashrc: user@host:~$).
+	pos := step(0, "", "frontdoor: "+aliceName+" on login")
+	pos = step(pos, "", aliceName+"@")
 	// $((6*7)) is echoed as typed; only the shell's output reads 42.
 	pos = step(pos, "echo marker-$((6*7))\r", "marker-42")
 	pos = step(pos, "tty; stty size\r", "24 80")

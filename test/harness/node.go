@@ -151,7 +151,7 @@ func (n *Node) writeConfig(o NodeOptions, keyPath string) error {
 		// The user's own key also works directly, for benchmarks that
 		// compare the gateway with a direct login.
 		"AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys", "%u"),
-		"AcceptEnv LANG LC_* VSCODE_* FRONTDOOR_TEST*",
+		"AcceptEnv LANG LC_* VSCODE_* FRONTDOOR_*",
 		"AllowTcpForwarding yes",
 		"AllowStreamLocalForwarding yes",
 		"AllowAgentForwarding yes",
