@@ -43,6 +43,10 @@ type Config struct {
 	Route    route.Config    `yaml:"route"`
 	Policy   policy.Config   `yaml:"policy"`
 	Throttle throttle.Config `yaml:"throttle"`
+	// Slurm is how to reach the cluster's Slurm (for `frontdoor slurm`,
+	// and GPU use in login banners). Without a slurm section frontdoor
+	// does not talk to Slurm.
+	Slurm    Slurm           `yaml:"slurm"`
 	Audit    Audit           `yaml:"audit"`
 	Log      Log             `yaml:"log"`
 
@@ -50,6 +54,51 @@ type Config struct {
 	path  string
 	lines yamlconf.Lines
 }
+
+// Slurm is how frontdoor reaches Slurm: its client commands (sacctmgr,
+// sacct, squeue) with parseable output, each with a timeout.
+type Slurm struct {
+	// Conf is the slurm.conf the commands use (SLURM_CONF); empty:
+	// Slurm's default.
+	Conf string `yaml:"conf"`
+	// BinDir holds sacctmgr, sacct and squeue; empty: $PATH.
+	BinDir string `yaml:"bin_dir"`
+	// Cluster is the Slurm cluster name in accounting; empty: the
+	// cluster of slurm.conf.
+	Cluster string `yaml:"cluster"`
+	// ParentAccount is the account frontdoor creates its accounts under
+	// and the mark of what it manages. Default "frontdoor".
+	ParentAccount string `yaml:"parent_account"`
+	// Partitions are the cluster's partitions; rules may name only these.
+	Partitions []string `yaml:"partitions"`
+	// Timeout bounds every Slurm command. Default 20s.
+	Timeout time.Duration `yaml:"timeout"`
+	// SyncInterval is how often `frontdoor slurm sync` reconciles.
+	// Default 10m.
+	SyncInterval time.Duration `yaml:"sync_interval"`
+	// UsageCache is how long GPU use shown in banners is cached, and
+	// UsageTimeout how long a login waits for it at most (then it says
+	// "unknown"; the login never waits on a slow Slurm). Defaults 30s, 1s.
+	UsageCache   time.Duration `yaml:"usage_cache"`
+	UsageTimeout time.Duration `yaml:"usage_timeout"`
+}
+
+// SlurmEnabled reports whether the configuration has a slurm section.
+func (c *Config) SlurmEnabled() bool { return c.lines["slurm"] > 0 }
+
+// Pools lists the pools of the configured nodes, sorted.
+func (c *Config) Pools() []string {
+	var out []string
+	for _, n := range c.Nodes {
+		if !slices.Contains(out, n.Pool) {
+			out = append(out, n.Pool)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+var slurmName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
 // Gateway is the client-facing SSH server.
 type Gateway struct {
@@ -373,6 +422,22 @@ func (c *Config) setDefaults() {
 		c.Directory.AD = c.Directory.AD.Defaults()
 	}
 	c.Throttle = c.Throttle.Defaults()
+	sl := &c.Slurm
+	if sl.ParentAccount == "" {
+		sl.ParentAccount = "frontdoor"
+	}
+	if sl.Timeout == 0 {
+		sl.Timeout = 20 * time.Second
+	}
+	if sl.SyncInterval == 0 {
+		sl.SyncInterval = 10 * time.Minute
+	}
+	if sl.UsageCache == 0 {
+		sl.UsageCache = 30 * time.Second
+	}
+	if sl.UsageTimeout == 0 {
+		sl.UsageTimeout = time.Second
+	}
 	for i := range c.Nodes {
 		if c.Nodes[i].Pool == "" {
 			c.Nodes[i].Pool = "default"
@@ -576,8 +641,11 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.ClusterEnabled() {
-		if err := c.Cluster.Validate(); err != nil {
+		if err := c.Cluster.ValidateFor(cluster.RoleGateway); err != nil {
 			errs = append(errs, c.sectionErrors("cluster", err)...)
+		}
+		if len(c.Nodes) == 0 && !c.Cluster.Insecure {
+			add(c.Errorf("nodes", "no login nodes: with gossip, health is taken only for the nodes listed here (name, addr, pool), at that address and in that pool"))
 		}
 	} else if len(c.Nodes) == 0 {
 		add(c.Errorf("nodes", "no login nodes: list them here or configure a cluster section for gossip"))
@@ -585,8 +653,37 @@ func (c *Config) validate() error {
 	if err := c.Route.Validate(); err != nil {
 		errs = append(errs, c.sectionErrors("route", err)...)
 	}
-	for _, pe := range c.Policy.Validate() {
+	var known policy.Known
+	if len(c.Nodes) > 0 {
+		known.Pools = c.Pools()
+	}
+	if c.SlurmEnabled() && len(c.Slurm.Partitions) > 0 {
+		known.Partitions = c.Slurm.Partitions
+	}
+	for _, pe := range c.Policy.Validate(known) {
 		add(c.Errorf("policy."+pe.Key, "%s", pe.Msg))
+	}
+	if c.SlurmEnabled() {
+		sl := c.Slurm
+		if !slurmName.MatchString(sl.ParentAccount) {
+			add(c.Errorf("slurm.parent_account", "%q is not a valid Slurm account name", sl.ParentAccount))
+		}
+		if sl.Cluster != "" && !slurmName.MatchString(sl.Cluster) {
+			add(c.Errorf("slurm.cluster", "%q is not a valid Slurm cluster name", sl.Cluster))
+		}
+		for i, p := range sl.Partitions {
+			if !slurmName.MatchString(p) {
+				add(c.Errorf(fmt.Sprintf("slurm.partitions[%d]", i), "%q is not a valid partition name", p))
+			}
+		}
+		for _, d := range []struct {
+			key string
+			d   time.Duration
+		}{{"timeout", sl.Timeout}, {"sync_interval", sl.SyncInterval}, {"usage_cache", sl.UsageCache}, {"usage_timeout", sl.UsageTimeout}} {
+			if d.d <= 0 {
+				add(c.Errorf("slurm."+d.key, "must be positive"))
+			}
+		}
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

@@ -33,6 +33,8 @@ type world struct {
 	dir       string
 	label     string
 	gossipKey string
+	// gatewayKey seals gateway state; only the gateways get it.
+	gatewayKey string
 	nodes     []*loginNode
 	gws       []*gw
 	// knownHosts trusts every gateway's SSH address (one host key).
@@ -151,7 +153,10 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 	os.Chmod(dir, 0o755)
 	k := make([]byte, 32)
 	rand.Read(k)
-	w := &world{t: t, dir: dir, label: "clustere2e-" + filepath.Base(dir), gossipKey: base64.StdEncoding.EncodeToString(k)}
+	gk := make([]byte, 32)
+	rand.Read(gk)
+	w := &world{t: t, dir: dir, label: "clustere2e-" + filepath.Base(dir), gossipKey: base64.StdEncoding.EncodeToString(k),
+		gatewayKey: base64.StdEncoding.EncodeToString(gk)}
 	// Registered early, so it runs late: logs are complete by then.
 	t.Cleanup(w.dumpLogsOnFailure)
 	t.Cleanup(w.stopAll)
@@ -197,7 +202,9 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 		}
 		host, port, _ := net.SplitHostPort(g.gossipAddr)
 		p, _ := strconv.Atoi(port)
-		patch := map[string]any{"cluster": w.clusterSection(g.name, host, p, []string{w.gws[1-i].gossipAddr})}
+		cs := w.clusterSection(g.name, host, p, []string{w.gws[1-i].gossipAddr})
+		cs["gateway_keys"] = []string{w.gatewayKey}
+		patch := map[string]any{"cluster": cs}
 		if o.route != nil {
 			patch["route"] = o.route
 		}
@@ -224,6 +231,7 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 		acfg := map[string]any{
 			"node": n.name, "pool": "general", "ssh_addr": n.sshd.Addr(), "metrics_file": n.metrics,
 			"drain_file": n.drain, "interval": "1s", "probe_interval": "250ms", "cluster": cs,
+			"host_key": n.sshd.HostKeyPath(),
 		}
 		b, err := yaml.Marshal(acfg)
 		if err != nil {

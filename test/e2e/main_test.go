@@ -181,7 +181,12 @@ func setup(ctx context.Context, stops *[]func()) error {
 	_, wrong, _ := ed25519.GenerateKey(rand.Reader)
 	wrongSigner, _ := ssh.NewSignerFromKey(wrong)
 	bad := badnode.Entry("broken")
-	bad.KnownHosts = harness.KnownHostsLine(badnode.Addr(), wrongSigner.PublicKey())
+	bad.KnownHosts = harness.NodeKnownHostsLine(badnode.Name(), wrongSigner.PublicKey())
+	// "impostor" is listed at login2's address with login1's key: host keys
+	// are bound to names, so login2 cannot pass as impostor even though
+	// its own key (under its own name) is trusted.
+	impostor := harness.NodeEntry{Name: "impostor", Addr: login2.Addr(), Pool: "broken",
+		KnownHosts: harness.NodeKnownHostsLine("impostor", login1.HostKey())}
 
 	// The gateway lives until the deferred Close, not for the setup's ctx.
 	gw, err = harness.StartGateway(context.Background(), harness.GatewayOptions{
@@ -196,7 +201,7 @@ func setup(ctx context.Context, stops *[]func()) error {
 			// address, like a campus behind one NAT: exempt it from
 			// the per-source limits (test/adversarial checks those).
 			GatewayExtra: map[string]any{"admission_exempt": []string{"127.0.0.0/8"}, "max_startups": 1000},
-			Nodes:        []harness.NodeEntry{login1.Entry("general"), login2.Entry("general"), bad},
+			Nodes:        []harness.NodeEntry{login1.Entry("general"), login2.Entry("general"), bad, impostor},
 			UsersFile:    usersFile,
 			Rules: []policy.Rule{
 				{Name: "suspended", Groups: []string{"suspended"}, Deny: true},

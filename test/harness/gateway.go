@@ -62,7 +62,7 @@ func Keys(dir string) (*ClusterKeys, error) {
 }
 
 // NodeEntry is one login node in a gateway configuration, with the
-// known_hosts line the gateway verifies it with.
+// known_hosts line the gateway verifies it with (by node name).
 type NodeEntry struct {
 	Name string
 	Addr string // host:port
@@ -74,7 +74,7 @@ type NodeEntry struct {
 
 // Entry describes n for a gateway configuration, with its real host key.
 func (n *Node) Entry(pool string) NodeEntry {
-	return NodeEntry{Name: n.name, Addr: n.Addr(), Pool: pool, KnownHosts: n.KnownHostsLine()}
+	return NodeEntry{Name: n.name, Addr: n.Addr(), Pool: pool, KnownHosts: NodeKnownHostsLine(n.name, n.hostKey)}
 }
 
 // GatewayConfig is what the harness needs to write a gateway configuration.

@@ -266,6 +266,11 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 	if err != nil {
 		return err
 	}
+	// The gateways alone hold the key that seals their shared state.
+	gatewayKey, err := persistentKey(filepath.Join(dir, "gateway.key"))
+	if err != nil {
+		return err
+	}
 	var gossipPorts []int
 	var gossipAddrs []string
 	for i := 0; i < nGateways; i++ {
@@ -289,6 +294,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		patch := map[string]any{"cluster": map[string]any{
 			"name": name, "bind_addr": "127.0.0.1", "bind_port": gossipPorts[i-1],
 			"join": others(gossipAddrs, i-1), "secret_keys": []string{gossipKey}, "label": "frontdoor-stack",
+			"gateway_keys": []string{gatewayKey},
 		}}
 		if adSection != nil {
 			patch["directory"] = map[string]any{"kind": "ad", "ad": adSection}
@@ -320,6 +326,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		acfg := map[string]any{
 			"node": n.Name, "pool": n.Pool, "ssh_addr": n.SSH, "metrics_file": metrics,
 			"drain_file": filepath.Join(ndir, "drain"), "interval": "2s", "probe_interval": "500ms",
+			"host_key": filepath.Join(ndir, "ssh_host_ed25519_key"),
 			"cluster": map[string]any{"bind_addr": "127.0.0.1", "bind_port": freePort("127.0.0.1"),
 				"join": gossipAddrs, "secret_keys": []string{gossipKey}, "label": "frontdoor-stack"},
 		}
