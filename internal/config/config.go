@@ -46,9 +46,9 @@ type Config struct {
 	// Slurm is how to reach the cluster's Slurm (for `frontdoor slurm`,
 	// and GPU use in login banners). Without a slurm section frontdoor
 	// does not talk to Slurm.
-	Slurm    Slurm           `yaml:"slurm"`
-	Audit    Audit           `yaml:"audit"`
-	Log      Log             `yaml:"log"`
+	Slurm Slurm `yaml:"slurm"`
+	Audit Audit `yaml:"audit"`
+	Log   Log   `yaml:"log"`
 
 	// path and lines remember where things were written, for error messages.
 	path  string

@@ -35,8 +35,8 @@ type world struct {
 	gossipKey string
 	// gatewayKey seals gateway state; only the gateways get it.
 	gatewayKey string
-	nodes     []*loginNode
-	gws       []*gw
+	nodes      []*loginNode
+	gws        []*gw
 	// knownHosts trusts every gateway's SSH address (one host key).
 	knownHosts string
 
