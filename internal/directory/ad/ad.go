@@ -289,6 +289,30 @@ func (d *Directory) fetch(ctx context.Context, n Name) (*entry, error) {
 
 var _ directory.Lister = (*Directory)(nil)
 
+// Version is the DC's highestCommittedUSN, which grows with every change
+// it commits: cheap to poll for "did anything change". Different DCs have
+// different numbers, so a failover also reads as a change (harmless: one
+// extra reconciliation).
+func (d *Directory) Version(ctx context.Context) (string, error) {
+	var v string
+	err := d.dcs.do(ctx, func(c *ldap.Conn) error {
+		res, err := c.Search(ldap.NewSearchRequest("", ldap.ScopeBaseObject, ldap.NeverDerefAliases, 1,
+			int(d.cfg.Timeout/time.Second), false, "(objectClass=*)", []string{"highestCommittedUSN", "dsServiceName"}, nil))
+		if err != nil {
+			return err
+		}
+		if len(res.Entries) != 1 {
+			return errors.New("ad: rootDSE: no entry")
+		}
+		v = res.Entries[0].GetAttributeValue("dsServiceName") + "@" + res.Entries[0].GetAttributeValue("highestCommittedUSN")
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("ad: directory version: %w", err)
+	}
+	return v, nil
+}
+
 // Members lists the enabled accounts in group, nested membership included
 // (LDAP_MATCHING_RULE_IN_CHAIN), or every enabled account for "*"; paged,
 // so large groups work within the DC's size limits. Membership through

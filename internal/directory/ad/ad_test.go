@@ -590,3 +590,19 @@ func TestMembers(t *testing.T) {
 		t.Errorf("filter injection: %v", err)
 	}
 }
+
+// TestVersion: any committed change moves the version.
+func TestVersion(t *testing.T) {
+	d := newDir(t, nil)
+	v1, err := d.Version(ctxT(t))
+	if err != nil || v1 == "" {
+		t.Fatalf("version: %q %v", v1, err)
+	}
+	if err := dc.SetAttribute(ctxT(t), "erin", "description", "changed "+time.Now().String()); err != nil {
+		t.Fatal(err)
+	}
+	v2, err := d.Version(ctxT(t))
+	if err != nil || v2 == v1 {
+		t.Fatalf("after a change: %q (before %q) %v", v2, v1, err)
+	}
+}

@@ -230,6 +230,15 @@ func (d *Directory) Close() error { return nil }
 
 var _ directory.Lister = (*Directory)(nil)
 
+// Version changes whenever the users file does.
+func (d *Directory) Version(context.Context) (string, error) {
+	st, err := os.Stat(d.path)
+	if err != nil {
+		return "", fmt.Errorf("static: %w", err)
+	}
+	return fmt.Sprintf("%d/%d", st.ModTime().UnixNano(), st.Size()), nil
+}
+
 // Members lists the enabled users of group (case-insensitive), or all
 // enabled users for "*"; see directory.Lister. A group no user is in is
 // unknown: the file has no other notion of a group.
