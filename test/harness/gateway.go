@@ -84,10 +84,17 @@ type GatewayConfig struct {
 	// Listen is gateway.listen (default "127.0.0.1:0"; StartGateway listens
 	// itself and ignores it).
 	Listen string
-	// AdminListen is gateway.admin_listen (default: none).
-	AdminListen string
-	Keys        *ClusterKeys
-	Nodes       []NodeEntry
+	// AdminSocket is gateway.admin_socket: default DIR/admin.sock (never
+	// the system's /run/frontdoor, which gateways of one test would share);
+	// "off" for none. Tests reach it with AdminGet.
+	AdminSocket string
+	// AdminListen is gateway.admin_listen (default: none). TCP needs
+	// authentication: AdminTokenFile (see WriteAdminTokens), or TLS keys in
+	// GatewayExtra.
+	AdminListen    string
+	AdminTokenFile string
+	Keys           *ClusterKeys
+	Nodes          []NodeEntry
 	// UsersFile is the static directory's users file (see WriteUsersFile).
 	UsersFile string
 	// Rules are the policy rules; default one rule "everyone" granting
@@ -187,8 +194,15 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 		"host_keys":   []string{c.Keys.HostKey},
 		"user_ca_key": c.Keys.UserCAKey,
 	}
+	if c.AdminSocket == "" {
+		c.AdminSocket = filepath.Join(dir, "admin.sock")
+	}
+	gw["admin_socket"] = c.AdminSocket
 	if c.AdminListen != "" {
 		gw["admin_listen"] = c.AdminListen
+	}
+	if c.AdminTokenFile != "" {
+		gw["admin_token_file"] = c.AdminTokenFile
 	}
 	if c.Banner != "" {
 		gw["banner"] = c.Banner
