@@ -677,8 +677,8 @@ func (c *Config) validateAdmin() []error {
 			"and/or admin_tls_cert, admin_tls_key and admin_client_ca (mutual TLS); or drop admin_listen and use admin_socket"))
 	}
 	if (g.AdminTLSCert == "") != (g.AdminTLSKey == "") {
-		key := "gateway.admin_tls_cert"
-		if g.AdminTLSCert != "" {
+		key := "gateway.admin_tls_cert" // point at the one that is there
+		if g.AdminTLSCert == "" {
 			key = "gateway.admin_tls_key"
 		}
 		add(c.Errorf(key, "admin_tls_cert and admin_tls_key go together"))
