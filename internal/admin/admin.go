@@ -150,7 +150,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="frontdoor-admin"`)
 		}
-		http.Error(w, http.StatusText(status)+": "+reason, status)
+		http.Error(w, reason, status)
 	}
 	if !ci.unix && !s.hosts.allows(r.Host) {
 		refuse(http.StatusMisdirectedRequest, "host not allowed (add it to gateway.admin_allowed_hosts)")
