@@ -14,11 +14,13 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 )
 
 // MaxSocketPath is the longest Unix socket path Linux accepts (sun_path
 // holds 108 bytes with the terminating NUL).
-const MaxSocketPath = 107
+const MaxSocketPath = config.MaxSocketPath
 
 // ListenUnix listens on a Unix socket at path that only this process's
 // user (and root) may connect to:

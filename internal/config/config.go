@@ -642,8 +642,8 @@ func (c *Config) validate() error {
 	return errors.Join(errs...)
 }
 
-// maxSocketPath is the longest Unix socket path Linux binds (sun_path).
-const maxSocketPath = 107
+// MaxSocketPath is the longest Unix socket path Linux binds (sun_path).
+const MaxSocketPath = 107
 
 // validateAdmin: the admin API is never reachable without a credential.
 // The socket's credential is the peer's uid; TCP needs a token file or
@@ -652,8 +652,8 @@ func (c *Config) validateAdmin() []error {
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
 	g := c.Gateway
-	if g.AdminSocketEnabled() && len(g.AdminSocket) > maxSocketPath {
-		add(c.Errorf("gateway.admin_socket", "%d bytes is longer than a Unix socket path may be (%d)", len(g.AdminSocket), maxSocketPath))
+	if g.AdminSocketEnabled() && len(g.AdminSocket) > MaxSocketPath {
+		add(c.Errorf("gateway.admin_socket", "%d bytes is longer than a Unix socket path may be (%d)", len(g.AdminSocket), MaxSocketPath))
 	}
 	tcpOnly := []struct {
 		key string

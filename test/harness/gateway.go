@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,8 +86,9 @@ type GatewayConfig struct {
 	// itself and ignores it).
 	Listen string
 	// AdminSocket is gateway.admin_socket: default DIR/admin.sock (never
-	// the system's /run/frontdoor, which gateways of one test would share);
-	// "off" for none. Tests reach it with AdminGet.
+	// the system's /run/frontdoor, which gateways of one test would share;
+	// a short path under the temporary directory if DIR is too long for a
+	// socket); "off" for none. Tests reach it with AdminGet.
 	AdminSocket string
 	// AdminListen is gateway.admin_listen (default: none). TCP needs
 	// authentication: AdminTokenFile (see WriteAdminTokens), or TLS keys in
@@ -195,7 +197,7 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 		"user_ca_key": c.Keys.UserCAKey,
 	}
 	if c.AdminSocket == "" {
-		c.AdminSocket = filepath.Join(dir, "admin.sock")
+		c.AdminSocket = defaultAdminSocket(dir)
 	}
 	gw["admin_socket"] = c.AdminSocket
 	if c.AdminListen != "" {
@@ -231,6 +233,18 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 		return "", fmt.Errorf("harness: %w", err)
 	}
 	return path, nil
+}
+
+// defaultAdminSocket is DIR/admin.sock, or, when that is longer than a
+// Unix socket path may be (a test's directory named after a long subtest),
+// a short path of its own under the temporary directory.
+func defaultAdminSocket(dir string) string {
+	p := filepath.Join(dir, "admin.sock")
+	if len(p) <= config.MaxSocketPath {
+		return p
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(os.TempDir(), fmt.Sprintf("frontdoor-admin-%x", sum[:6]), "admin.sock")
 }
 
 func contains(s []string, v string) bool {
