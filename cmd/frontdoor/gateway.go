@@ -60,6 +60,9 @@ func runGateway(ctx context.Context, args []string) error {
 	if err != nil {
 		ln.Close()
 		gw.Close()
+		if errors.Is(err, os.ErrPermission) {
+			err = fmt.Errorf("%w (gateway.admin_socket must be a path this user may create, e.g. under systemd's RuntimeDirectory; or off)", err)
+		}
 		return err
 	}
 	go func() { errc <- adm.Run(ctx) }()
@@ -82,8 +85,14 @@ func runConfigCheck(_ context.Context, args []string) error {
 	if err == nil && cfg.Directory.Kind == "static" {
 		_, err = static.New(cfg.Directory.Static.File)
 	}
+	// The admin API's credentials are files: a token file others may read,
+	// or TLS files that do not load, would stop the gateway at start.
 	if err == nil && cfg.Gateway.AdminListen != "" && cfg.Gateway.AdminTokenFile != "" {
 		_, err = admin.LoadTokenFile(cfg.Gateway.AdminTokenFile)
+	}
+	if err == nil && cfg.Gateway.AdminListen != "" && cfg.Gateway.AdminTLSCert != "" {
+		_, err = admin.TLSConfig(admin.TLSFiles{Cert: cfg.Gateway.AdminTLSCert, Key: cfg.Gateway.AdminTLSKey,
+			ClientCA: cfg.Gateway.AdminClientCA}, false)
 	}
 	if err != nil {
 		// One problem per line, each "file:line: key: problem", so an
