@@ -116,8 +116,32 @@ type Gateway struct {
 	// UserCAKey is the private key of the user CA that signs the short-lived
 	// certificates the gateway uses to log in to login nodes.
 	UserCAKey string `yaml:"user_ca_key"`
-	// AdminListen is the admin HTTP API and /metrics address. Empty disables it.
+	// AdminSocket is the admin API's Unix socket (created mode 0600; the
+	// connecting user, from the kernel's peer credentials, is the admin).
+	// Default DefaultAdminSocket; "off" disables it.
+	AdminSocket string `yaml:"admin_socket"`
+	// AdminListen is a TCP address for the admin API and /metrics, for
+	// remote tools (Prometheus, a fleet's ops host). Empty: none. It needs
+	// authentication: AdminTokenFile and/or mutual TLS (AdminClientCA).
 	AdminListen string `yaml:"admin_listen"`
+	// AdminTokenFile lists the bearer tokens TCP clients may present, one
+	// "NAME SECRET" per line; NAME is the admin recorded. Mode 0600.
+	AdminTokenFile string `yaml:"admin_token_file"`
+	// AdminTLSCert and AdminTLSKey make admin_listen HTTPS; AdminClientCA
+	// (with them) verifies client certificates, whose common name is then
+	// the admin.
+	AdminTLSCert  string `yaml:"admin_tls_cert"`
+	AdminTLSKey   string `yaml:"admin_tls_key"`
+	AdminClientCA string `yaml:"admin_client_ca"`
+	// AdminAllowedHosts are Host names TCP requests may carry besides the
+	// listen address's host, localhost, 127.0.0.1, ::1 and the TLS
+	// certificate's names (anything else is DNS rebinding, refused).
+	AdminAllowedHosts []string `yaml:"admin_allowed_hosts"`
+	// AdminMetricsPublic serves /metrics without credentials (a scraper
+	// that cannot send a bearer token). Default false.
+	AdminMetricsPublic bool `yaml:"admin_metrics_public"`
+	// AdminPprof serves /debug/pprof/ (authenticated). Default false.
+	AdminPprof bool `yaml:"admin_pprof"`
 	// MaxAuthTries is the number of failed auth attempts per connection.
 	MaxAuthTries int `yaml:"max_auth_tries"`
 	// HandshakeTimeout bounds TCP accept to the end of the key exchange:
@@ -163,6 +187,18 @@ type Gateway struct {
 	// send a PROXY protocol v1/v2 header. Connections from them must carry
 	// one; connections from elsewhere must not. Empty: PROXY protocol off.
 	ProxyProtocolFrom []string `yaml:"proxy_protocol_from"`
+}
+
+// DefaultAdminSocket is where the admin API listens unless admin_socket
+// says otherwise (systemd's RuntimeDirectory=frontdoor).
+const DefaultAdminSocket = "/run/frontdoor/admin.sock"
+
+// AdminSocketOff is the admin_socket value that disables the socket.
+const AdminSocketOff = "off"
+
+// AdminSocketEnabled reports whether the admin API listens on a Unix socket.
+func (g Gateway) AdminSocketEnabled() bool {
+	return g.AdminSocket != "" && g.AdminSocket != AdminSocketOff
 }
 
 // ProxyProtocolPrefixes returns ProxyProtocolFrom parsed (validated at load).
@@ -344,6 +380,9 @@ func (c *Config) setDefaults() {
 	if g.Listen == "" {
 		g.Listen = ":22"
 	}
+	if g.AdminSocket == "" {
+		g.AdminSocket = DefaultAdminSocket
+	}
 	if g.MaxAuthTries == 0 {
 		g.MaxAuthTries = 6
 	}
@@ -467,6 +506,12 @@ func (c *Config) resolvePaths(dir string) {
 		abs(&c.Gateway.HostCertificates[i])
 	}
 	abs(&c.Gateway.UserCAKey)
+	if c.Gateway.AdminSocketEnabled() {
+		abs(&c.Gateway.AdminSocket)
+	}
+	for _, p := range []*string{&c.Gateway.AdminTokenFile, &c.Gateway.AdminTLSCert, &c.Gateway.AdminTLSKey, &c.Gateway.AdminClientCA} {
+		abs(p)
+	}
 	for i := range c.Backend.KnownHosts {
 		abs(&c.Backend.KnownHosts[i])
 	}
@@ -529,11 +574,7 @@ func (c *Config) validate() error {
 	if _, _, err := net.SplitHostPort(c.Gateway.Listen); err != nil {
 		add(c.Errorf("gateway.listen", "not host:port: %v", err))
 	}
-	if c.Gateway.AdminListen != "" {
-		if _, _, err := net.SplitHostPort(c.Gateway.AdminListen); err != nil {
-			add(c.Errorf("gateway.admin_listen", "not host:port: %v", err))
-		}
-	}
+	errs = append(errs, c.validateAdmin()...)
 	for i, a := range c.Gateway.ProxyProtocolFrom {
 		if _, err := parsePrefix(a); err != nil {
 			add(c.Errorf(fmt.Sprintf("gateway.proxy_protocol_from[%d]", i), "%v", err))
@@ -696,4 +737,65 @@ func (c *Config) validate() error {
 		add(c.Errorf("log.format", "unknown format %q", c.Log.Format))
 	}
 	return errors.Join(errs...)
+}
+
+// MaxSocketPath is the longest Unix socket path Linux binds (sun_path).
+const MaxSocketPath = 107
+
+// validateAdmin: the admin API is never reachable without a credential.
+// The socket's credential is the peer's uid; TCP needs a token file or
+// mutual TLS, and the TLS files come as a set.
+func (c *Config) validateAdmin() []error {
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	g := c.Gateway
+	if g.AdminSocketEnabled() && len(g.AdminSocket) > MaxSocketPath {
+		add(c.Errorf("gateway.admin_socket", "%d bytes is longer than a Unix socket path may be (%d)", len(g.AdminSocket), MaxSocketPath))
+	}
+	tcpOnly := []struct {
+		key string
+		set bool
+	}{{"gateway.admin_token_file", g.AdminTokenFile != ""}, {"gateway.admin_tls_cert", g.AdminTLSCert != ""},
+		{"gateway.admin_tls_key", g.AdminTLSKey != ""}, {"gateway.admin_client_ca", g.AdminClientCA != ""},
+		{"gateway.admin_allowed_hosts", len(g.AdminAllowedHosts) > 0}, {"gateway.admin_metrics_public", g.AdminMetricsPublic}}
+	if g.AdminListen == "" {
+		for _, k := range tcpOnly {
+			if k.set {
+				add(c.Errorf(k.key, "only used with gateway.admin_listen (the Unix socket authenticates by peer uid)"))
+			}
+		}
+		return errs
+	}
+	if _, _, err := net.SplitHostPort(g.AdminListen); err != nil {
+		add(c.Errorf("gateway.admin_listen", "not host:port: %v", err))
+	}
+	if g.AdminTokenFile == "" && g.AdminClientCA == "" {
+		add(c.Errorf("gateway.admin_listen", "the admin API over TCP needs authentication: set admin_token_file (bearer tokens) "+
+			"and/or admin_tls_cert, admin_tls_key and admin_client_ca (mutual TLS); or drop admin_listen and use admin_socket"))
+	}
+	if (g.AdminTLSCert == "") != (g.AdminTLSKey == "") {
+		key := "gateway.admin_tls_cert" // point at the one that is there
+		if g.AdminTLSCert == "" {
+			key = "gateway.admin_tls_key"
+		}
+		add(c.Errorf(key, "admin_tls_cert and admin_tls_key go together"))
+	}
+	if g.AdminClientCA != "" && g.AdminTLSCert == "" {
+		add(c.Errorf("gateway.admin_client_ca", "mutual TLS needs admin_tls_cert and admin_tls_key too"))
+	}
+	for i, h := range g.AdminAllowedHosts {
+		if !validHostName(h) {
+			add(c.Errorf(fmt.Sprintf("gateway.admin_allowed_hosts[%d]", i), "%q is not a host name or IP address (no port, no scheme)", h))
+		}
+	}
+	return errs
+}
+
+var hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.?$`)
+
+func validHostName(h string) bool {
+	if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
+		return true
+	}
+	return len(h) <= 253 && hostName.MatchString(h)
 }

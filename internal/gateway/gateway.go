@@ -495,3 +495,11 @@ func (a AdminSource) Explain(ctx context.Context, user string) (string, error) {
 func (a AdminSource) Drain(node string, drain bool, by string) error {
 	return a.g.Drain(node, drain, by)
 }
+
+// Record writes an admin API event to the gateway's audit trail.
+func (a AdminSource) Record(e audit.Event) {
+	if e.Gateway == "" {
+		e.Gateway = a.g.cfg.Gateway.Name
+	}
+	a.g.audit.Record(e)
+}

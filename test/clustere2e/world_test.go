@@ -90,7 +90,7 @@ type loginNode struct {
 type gw struct {
 	name       string
 	sshAddr    string
-	admin      string
+	admin      string // the admin API's Unix socket
 	gossipAddr string
 	cfg        string
 	log        string
@@ -185,7 +185,7 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 	// Gateways: each joins the other, so either can be restarted alone.
 	for i := range 2 {
 		g := &gw{name: fmt.Sprintf("gw%d", i+1), sshAddr: freeAddr(t, "127.0.0.1"),
-			admin: freeAddr(t, "127.0.0.1"), gossipAddr: freeAddr(t, "127.0.0.1")}
+			admin: filepath.Join(dir, fmt.Sprintf("gw%d", i+1), "admin.sock"), gossipAddr: freeAddr(t, "127.0.0.1")}
 		w.gws = append(w.gws, g)
 	}
 	if o.connectTimeout == 0 {
@@ -195,7 +195,7 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 	for i, g := range w.gws {
 		gdir := filepath.Join(dir, g.name)
 		cfg, err := harness.WriteGatewayConfig(gdir, harness.GatewayConfig{Name: g.name, Listen: g.sshAddr,
-			AdminListen: g.admin, Keys: keys, Nodes: entries, UsersFile: usersFile, LogLevel: "debug",
+			AdminSocket: g.admin, Keys: keys, Nodes: entries, UsersFile: usersFile, LogLevel: "debug",
 			ConnectTimeout: o.connectTimeout})
 		if err != nil {
 			t.Fatal(err)
@@ -286,8 +286,8 @@ func (w *world) startGateway(ctx context.Context, g *gw) error {
 		if p.exited() {
 			return fmt.Errorf("gateway %s exited: %s", g.name, tail(g.log, 1500))
 		}
-		for _, a := range []string{g.sshAddr, g.admin} {
-			c, err := net.DialTimeout("tcp", a, time.Second)
+		for _, a := range [][2]string{{"tcp", g.sshAddr}, {"unix", g.admin}} {
+			c, err := net.DialTimeout(a[0], a[1], time.Second)
 			if err != nil {
 				return fmt.Errorf("gateway %s: %w", g.name, err)
 			}
@@ -420,7 +420,7 @@ func (v view) usable(node string) error {
 
 func (w *world) fetchView(ctx context.Context, g *gw) (view, error) {
 	var ns []nodeInfo
-	if err := harness.GetJSON(ctx, "http://"+g.admin+"/v1/nodes", &ns); err != nil {
+	if err := harness.AdminGetJSON(ctx, g.admin, "/v1/nodes", &ns); err != nil {
 		return nil, err
 	}
 	v := view{}
@@ -470,7 +470,7 @@ type decision struct {
 }
 
 func (w *world) explain(ctx context.Context, g *gw, login string) (decision, error) {
-	body, err := harness.HTTPGet(ctx, "http://"+g.admin+"/v1/explain?user="+url.QueryEscape(login))
+	body, err := harness.AdminGet(ctx, g.admin, "/v1/explain?user="+url.QueryEscape(login))
 	if err != nil {
 		return decision{}, err
 	}

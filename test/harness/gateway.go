@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,10 +85,18 @@ type GatewayConfig struct {
 	// Listen is gateway.listen (default "127.0.0.1:0"; StartGateway listens
 	// itself and ignores it).
 	Listen string
-	// AdminListen is gateway.admin_listen (default: none).
-	AdminListen string
-	Keys        *ClusterKeys
-	Nodes       []NodeEntry
+	// AdminSocket is gateway.admin_socket: default DIR/admin.sock (never
+	// the system's /run/frontdoor, which gateways of one test would share;
+	// a short path under the temporary directory if DIR is too long for a
+	// socket); "off" for none. Tests reach it with AdminGet.
+	AdminSocket string
+	// AdminListen is gateway.admin_listen (default: none). TCP needs
+	// authentication: AdminTokenFile (see WriteAdminTokens), or TLS keys in
+	// GatewayExtra.
+	AdminListen    string
+	AdminTokenFile string
+	Keys           *ClusterKeys
+	Nodes          []NodeEntry
 	// UsersFile is the static directory's users file (see WriteUsersFile).
 	UsersFile string
 	// Rules are the policy rules; default one rule "everyone" granting
@@ -187,8 +196,15 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 		"host_keys":   []string{c.Keys.HostKey},
 		"user_ca_key": c.Keys.UserCAKey,
 	}
+	if c.AdminSocket == "" {
+		c.AdminSocket = defaultAdminSocket(dir)
+	}
+	gw["admin_socket"] = c.AdminSocket
 	if c.AdminListen != "" {
 		gw["admin_listen"] = c.AdminListen
+	}
+	if c.AdminTokenFile != "" {
+		gw["admin_token_file"] = c.AdminTokenFile
 	}
 	if c.Banner != "" {
 		gw["banner"] = c.Banner
@@ -217,6 +233,18 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 		return "", fmt.Errorf("harness: %w", err)
 	}
 	return path, nil
+}
+
+// defaultAdminSocket is DIR/admin.sock, or, when that is longer than a
+// Unix socket path may be (a test's directory named after a long subtest),
+// a short path of its own under the temporary directory.
+func defaultAdminSocket(dir string) string {
+	p := filepath.Join(dir, "admin.sock")
+	if len(p) <= config.MaxSocketPath {
+		return p
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(os.TempDir(), fmt.Sprintf("frontdoor-admin-%x", sum[:6]), "admin.sock")
 }
 
 func contains(s []string, v string) bool {
