@@ -76,6 +76,10 @@ type Slurm struct {
 	// SyncInterval is how often `frontdoor slurm sync` reconciles.
 	// Default 10m.
 	SyncInterval time.Duration `yaml:"sync_interval"`
+	// WatchInterval is how often the sync asks the directory whether
+	// anything changed (AD: one rootDSE read), reconciling at once if so.
+	// Default 30s.
+	WatchInterval time.Duration `yaml:"watch_interval"`
 	// UsageCache is how long GPU use shown in banners is cached, and
 	// UsageTimeout how long a login waits for it at most (then it says
 	// "unknown"; the login never waits on a slow Slurm). Defaults 30s, 1s.
@@ -471,6 +475,9 @@ func (c *Config) setDefaults() {
 	if sl.SyncInterval == 0 {
 		sl.SyncInterval = 10 * time.Minute
 	}
+	if sl.WatchInterval == 0 {
+		sl.WatchInterval = 30 * time.Second
+	}
 	if sl.UsageCache == 0 {
 		sl.UsageCache = 30 * time.Second
 	}
@@ -720,7 +727,7 @@ func (c *Config) validate() error {
 		for _, d := range []struct {
 			key string
 			d   time.Duration
-		}{{"timeout", sl.Timeout}, {"sync_interval", sl.SyncInterval}, {"usage_cache", sl.UsageCache}, {"usage_timeout", sl.UsageTimeout}} {
+		}{{"timeout", sl.Timeout}, {"sync_interval", sl.SyncInterval}, {"watch_interval", sl.WatchInterval}, {"usage_cache", sl.UsageCache}, {"usage_timeout", sl.UsageTimeout}} {
 			if d.d <= 0 {
 				add(c.Errorf("slurm."+d.key, "must be positive"))
 			}

@@ -22,7 +22,7 @@ import (
 
 // refusals reads frontdoor_gossip_refused_total by reason from a gateway.
 func (w *world) refusals(ctx context.Context, g *gw) (map[string]float64, error) {
-	body, err := harness.HTTPGet(ctx, "http://"+g.admin+"/metrics")
+	body, err := harness.AdminGet(ctx, g.admin, "/metrics")
 	if err != nil {
 		return nil, err
 	}
