@@ -153,7 +153,7 @@ func TestRefuseByPolicy(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 2*time.Minute)
 	since := time.Now()
-	refused(t, run(client(dave).SSH(ctx, daveName, "true"), nil), "frontdoor: your account has no access to this cluster")
+	refused(t, run(client(dave).SSH(ctx, daveName, "true"), nil), "frontdoor: your access is suspended; mail hpc-help@example.edu")
 	wantAudit(t, ctx, since, audit.TypeAuth, daveName, "denied", "denied by policy")
 	stillServes(t, ctx)
 }

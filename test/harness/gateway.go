@@ -115,6 +115,10 @@ type GatewayConfig struct {
 	// backend sections (e.g. admission limits, backend.min_uid).
 	GatewayExtra map[string]any
 	BackendExtra map[string]any
+	// Sections are further top-level sections (e.g. slurm), as written.
+	Sections map[string]any
+	// RefusalMessage is policy.refusal_message.
+	RefusalMessage string
 }
 
 // WriteGatewayConfig writes DIR/gateway.yaml and the backend known_hosts
@@ -166,20 +170,32 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 		c.Rules = []policy.Rule{{Name: "everyone", Groups: []string{"*"}, Pools: pools}}
 	}
 	type rule struct {
-		Name        string    `yaml:"name,omitempty"`
-		Users       []string  `yaml:"users,omitempty"`
-		Groups      []string  `yaml:"groups,omitempty"`
-		Deny        bool      `yaml:"deny,omitempty"`
-		Pools       []string  `yaml:"pools,omitempty"`
-		Forwarding  *[]string `yaml:"forwarding,omitempty"` // nil: the default; empty: none
-		MaxSessions int       `yaml:"max_sessions,omitempty"`
+		Name        string        `yaml:"name,omitempty"`
+		Users       []string      `yaml:"users,omitempty"`
+		Groups      []string      `yaml:"groups,omitempty"`
+		Deny        bool          `yaml:"deny,omitempty"`
+		Message     string        `yaml:"message,omitempty"`
+		Pools       []string      `yaml:"pools,omitempty"`
+		Forwarding  *[]string     `yaml:"forwarding,omitempty"` // nil: the default; empty: none
+		ForwardTo   []string      `yaml:"forward_to,omitempty"`
+		MaxSessions int           `yaml:"max_sessions,omitempty"`
+		IdleTimeout string        `yaml:"idle_timeout,omitempty"`
+		IdleWarning string        `yaml:"idle_warning,omitempty"`
+		Slurm       *policy.Slurm `yaml:"slurm,omitempty"`
 	}
 	var rules []rule
 	for _, r := range c.Rules {
-		y := rule{Name: r.Name, Users: r.Users, Groups: r.Groups, Deny: r.Deny, Pools: r.Pools, MaxSessions: r.MaxSessions}
+		y := rule{Name: r.Name, Users: r.Users, Groups: r.Groups, Deny: r.Deny, Message: r.Message, Pools: r.Pools,
+			ForwardTo: r.ForwardTo, MaxSessions: r.MaxSessions, Slurm: r.Slurm}
 		if r.Forwarding != nil {
 			f := r.Forwarding
 			y.Forwarding = &f
+		}
+		if r.IdleTimeout > 0 {
+			y.IdleTimeout = r.IdleTimeout.String()
+		}
+		if r.IdleWarning > 0 {
+			y.IdleWarning = r.IdleWarning.String()
 		}
 		rules = append(rules, y)
 	}
@@ -220,9 +236,12 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 		"backend":   backend,
 		"directory": map[string]any{"kind": "static", "static": map[string]any{"file": c.UsersFile}},
 		"nodes":     nodes,
-		"policy":    map[string]any{"rules": rules},
+		"policy":    policySection(rules, c.RefusalMessage),
 		"audit":     map[string]any{"file": c.AuditFile},
 		"log":       map[string]any{"level": c.LogLevel, "format": "json"},
+	}
+	for k, v := range c.Sections {
+		doc[k] = v
 	}
 	b, err := yaml.Marshal(doc)
 	if err != nil {
@@ -245,6 +264,14 @@ func defaultAdminSocket(dir string) string {
 	}
 	sum := sha256.Sum256([]byte(dir))
 	return filepath.Join(os.TempDir(), fmt.Sprintf("frontdoor-admin-%x", sum[:6]), "admin.sock")
+}
+
+func policySection(rules any, refusal string) map[string]any {
+	p := map[string]any{"rules": rules}
+	if refusal != "" {
+		p["refusal_message"] = refusal
+	}
+	return p
 }
 
 func contains(s []string, v string) bool {
