@@ -360,19 +360,32 @@ func TestIdleSessionClosed(t *testing.T) {
 	if pos, err = term.Expect(ctx, pos, erinName+"@", 45*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	// Activity before the deadline keeps the session.
+	// Activity keeps the session: after the warning, a command a second
+	// for twice the idle timeout.
 	if pos, err = term.Expect(ctx, pos, "will be closed in", 2*idleTimeout); err != nil {
 		t.Fatal(err)
 	}
-	if err := term.Write("echo still-here\r"); err != nil {
-		t.Fatal(err)
+	for i := 0; time.Duration(i)*time.Second < 2*idleTimeout; i++ {
+		word := fmt.Sprintf("tick-%d-done", i)
+		if err := term.Write("echo " + strings.ReplaceAll(word, "-done", "-do''ne") + "\r"); err != nil {
+			t.Fatal(err)
+		}
+		if pos, err = term.Expect(ctx, pos, word, 10*time.Second); err != nil {
+			t.Fatalf("typing kept the session? %v", err)
+		}
+		time.Sleep(time.Second) // the user's pace, not a wait for an event
 	}
-	if pos, err = term.Expect(ctx, pos, "still-here", 10*time.Second); err != nil {
-		t.Fatalf("typing after the warning: %v", err)
+	if strings.Contains(term.Output(), "closing this session") {
+		t.Fatalf("an active session was closed:\n%s", term.Output())
 	}
 	start := time.Now()
 	if _, err = term.Expect(ctx, pos, "frontdoor: closing this session: idle for", 3*idleTimeout); err != nil {
 		t.Fatal(err)
+	}
+	// The check runs every quarter of the timeout, so the close comes
+	// between 3/4 of it and a little over it after the last activity.
+	if el := time.Since(start); el < idleTimeout*3/4-500*time.Millisecond {
+		t.Errorf("closed %v after the last activity; idle_timeout is %v", el, idleTimeout)
 	}
 	code, err := term.Wait(20 * time.Second)
 	if err != nil {
