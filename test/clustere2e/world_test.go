@@ -23,6 +23,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
 
@@ -136,6 +137,8 @@ type worldOpts struct {
 	// connectTimeout is backend.connect_timeout (default 10 s: generous
 	// for sshd's fork and key exchange on a loaded 2-core machine).
 	connectTimeout time.Duration
+	// rules replace the default policy (everyone, pool general).
+	rules []policy.Rule
 }
 
 func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
@@ -196,7 +199,7 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 		gdir := filepath.Join(dir, g.name)
 		cfg, err := harness.WriteGatewayConfig(gdir, harness.GatewayConfig{Name: g.name, Listen: g.sshAddr,
 			AdminSocket: g.admin, Keys: keys, Nodes: entries, UsersFile: usersFile, LogLevel: "debug",
-			ConnectTimeout: o.connectTimeout})
+			ConnectTimeout: o.connectTimeout, Rules: o.rules})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +332,7 @@ func (w *world) nodeNames() []string {
 func (w *world) freshUser() *harness.User {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.nextUser >= len(users)-1 {
+	if w.nextUser >= len(users)-2 {
 		w.t.Fatalf("user pool exhausted (%d users): raise poolSize", len(users))
 	}
 	u := users[w.nextUser]
@@ -340,6 +343,9 @@ func (w *world) freshUser() *harness.User {
 // probeUser is a user kept out of every login, for asking explain how a
 // fresh user would be routed.
 func probeUser() *harness.User { return users[len(users)-1] }
+
+// cappedUser is kept for the session-cap test: worlds with rules name it.
+func cappedUser() *harness.User { return users[len(users)-2] }
 
 // setLoad rewrites the node's metrics file (write and rename: the agent
 // must never read half a file).
