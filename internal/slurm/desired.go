@@ -47,7 +47,8 @@ const DefaultParent = "frontdoor"
 type Desired struct {
 	// Parent is the account the managed accounts hang under (default
 	// DefaultParent). It is created under root when missing and is never
-	// removed.
+	// removed; a managed account that was the parent before is moved out
+	// of the way like any other managed account the policy no longer has.
 	Parent string
 	// Accounts are the managed accounts.
 	Accounts []Account

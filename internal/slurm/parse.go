@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,7 +68,7 @@ func parseTRES(s string) (TRES, error) {
 	}
 	for _, kv := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || v == "" {
+		if !ok || !validTRESName.MatchString(k) || v == "" {
 			return nil, fmt.Errorf("TRES %q: %q is not name=count", truncate(s, 80), kv)
 		}
 		n, err := parseCount(v)
@@ -100,6 +101,9 @@ func parseCount(v string) (int, error) {
 		return n * m, nil
 	}
 }
+
+// validTRESName: "cpu", "gres/gpu", "gres/gpu:h100", "fs/disk".
+var validTRESName = regexp.MustCompile(`^[A-Za-z0-9_./:-]+$`)
 
 // parseList reads a comma-separated name list ("labq,normal"), sorted.
 func parseList(s string) []string {

@@ -52,11 +52,10 @@ type Change struct {
 	Args []string
 }
 
-// String is the change as a diff line:
-//
-//	+ account lab parent=frontdoor GrpTRES=gres/gpu=8
-//	~ qos lab-user MaxTRESPerUser gres/gpu=2 -> gres/gpu=4
-//	- user bob account=course
+// String is the change as a diff line, for example
+// "+ account lab parent=frontdoor GrpTRES=gres/gpu=8",
+// "~ qos lab-user MaxTRESPerUser gres/gpu=2 -> gres/gpu=4" or
+// "- user bob account=course".
 func (c Change) String() string {
 	s := fmt.Sprintf("%c %s %s", c.Op, c.Kind, c.Name)
 	if c.Detail != "" {

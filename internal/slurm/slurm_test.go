@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,8 +20,10 @@ import (
 )
 
 var (
-	cluster  *slurmh.Slurm
-	startErr error
+	clusterOnce sync.Once
+	cluster     *slurmh.Slurm
+	startErr    error
+	clusterDir  string
 )
 
 // Test users: Unix accounts on this machine (jobs run as them).
@@ -31,34 +34,45 @@ const (
 	dave  = "fddave"  // only in a hand-made account
 )
 
+// TestMain stops the one cluster the package's tests share. The cluster
+// starts with the first test that needs it, so the pure tests and the
+// fuzz workers (separate processes) do not each start a Slurm.
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	dir, err := os.MkdirTemp("/tmp", "fd-slurm-test-")
-	if err != nil {
-		startErr = err
-		return m.Run()
-	}
-	defer os.RemoveAll(dir)
-	start := time.Now()
-	if cluster, startErr = slurmh.Start(ctx, slurmh.Options{Dir: dir}); startErr == nil {
-		defer cluster.Close()
-		fmt.Fprintf(os.Stderr, "slurm test cluster up in %v (%s)\n", time.Since(start).Round(time.Millisecond), cluster.Conf())
-		for _, u := range []string{alice, bob, carol, dave} {
-			if err := slurmh.EnsureUser(u); err != nil && startErr == nil {
-				startErr = err
-			}
+	code := m.Run()
+	if cluster != nil {
+		if err := cluster.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "closing the slurm test cluster:", err)
+			code = 1
 		}
 	}
-	return m.Run()
+	if clusterDir != "" {
+		os.RemoveAll(clusterDir)
+	}
+	os.Exit(code)
+}
+
+func startCluster() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if clusterDir, startErr = os.MkdirTemp("/tmp", "fd-slurm-test-"); startErr != nil {
+		return
+	}
+	start := time.Now()
+	if cluster, startErr = slurmh.Start(ctx, slurmh.Options{Dir: clusterDir}); startErr != nil {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "slurm test cluster up in %v (%s)\n", time.Since(start).Round(time.Millisecond), cluster.Conf())
+	for _, u := range []string{alice, bob, carol, dave} {
+		if err := slurmh.EnsureUser(u); err != nil {
+			startErr = err
+			return
+		}
+	}
 }
 
 func needCluster(t *testing.T) *Client {
 	t.Helper()
+	clusterOnce.Do(startCluster)
 	if startErr != nil {
 		t.Fatalf("real Slurm not available: %v", startErr)
 	}
