@@ -383,3 +383,65 @@ func TestReconcile(t *testing.T) {
 		apply(t, c, labPolicy())
 	})
 }
+
+// TestUsageNeverBlocksLogin: the banner's GPU counts come from a cache;
+// with slurmctld hung (SIGSTOP) a lookup answers "unknown" within the
+// cache's Wait, and once slurmctld is back the counts return.
+func TestUsageNeverBlocksLogin(t *testing.T) {
+	c := needCluster(t)
+	ctx := context.Background()
+	apply(t, c, labPolicy())
+	id, _ := submitUntil(t, alice, accepted, "--account=lab", "--gres=gpu:2", "--wrap=sleep 600")
+	waitJob(t, id, "RUNNING")
+	defer cluster.CancelAll(ctx)
+
+	uc := &UsageCache{Client: &Client{Conf: cluster.Conf(), Timeout: 5 * time.Second}, TTL: time.Minute, Wait: 200 * time.Millisecond}
+	var mu sync.Mutex
+	var skew time.Duration // moves the cache's clock past its TTL
+	uc.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(skew) }
+	expire := func() { mu.Lock(); skew += time.Minute; mu.Unlock() }
+	start := time.Now()
+	u := uc.Lookup(ctx, alice, "lab")
+	t.Logf("first lookup (squeue) in %v: %+v", time.Since(start).Round(time.Millisecond), u)
+	if err := harness.WaitFor(ctx, 10*time.Second, func() error {
+		if u := uc.Lookup(ctx, alice, "lab"); u.UserGPUs() != "2" || u.AccountGPUs() != "2" {
+			return fmt.Errorf("usage %+v (%v)", u, uc.Err())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := cluster.PauseDaemon(slurmh.SlurmCtld); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			cluster.ResumeDaemon(slurmh.SlurmCtld)
+		}
+	}()
+	for i := 0; i < 3; i++ {
+		expire()
+		start := time.Now()
+		u := uc.Lookup(ctx, alice, "lab")
+		took := time.Since(start)
+		t.Logf("lookup with slurmctld hung: %v: user %s, account %s", took.Round(time.Millisecond), u.UserGPUs(), u.AccountGPUs())
+		if u.Known || took > time.Second {
+			t.Fatalf("lookup with slurmctld hung took %v and returned %+v", took, u)
+		}
+	}
+	if err := cluster.ResumeDaemon(slurmh.SlurmCtld); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	if err := harness.WaitFor(ctx, 30*time.Second, func() error {
+		expire()
+		if u := uc.Lookup(ctx, alice, "lab"); !u.Known {
+			return fmt.Errorf("still unknown (%v)", uc.Err())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

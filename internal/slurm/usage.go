@@ -88,6 +88,7 @@ type UsageCache struct {
 	table    GPUTable
 	have     bool
 	fetching chan struct{} // closed when the refresh in flight ends; nil when none
+	since    time.Time     // when the refresh in flight started
 	lastErr  error         // of the last refresh
 }
 
@@ -119,10 +120,16 @@ func (uc *UsageCache) Lookup(ctx context.Context, user, account string) Usage {
 		return u
 	}
 	done := uc.fetching
-	if done == nil {
+	switch {
+	case done == nil:
 		done = make(chan struct{})
-		uc.fetching = done
+		uc.fetching, uc.since = done, now()
 		go uc.refresh(done, now)
+	case now().Sub(uc.since) >= wait:
+		// Slurm is already slow for an earlier login: do not make this
+		// one wait too.
+		uc.mu.Unlock()
+		return Usage{}
 	}
 	uc.mu.Unlock()
 

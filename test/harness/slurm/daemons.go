@@ -136,12 +136,31 @@ func (s *Slurm) StopDaemon(name string) {
 	}
 	pgid := d.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	_ = syscall.Kill(-pgid, syscall.SIGCONT) // a paused daemon cannot act on SIGTERM
 	select {
 	case <-d.done:
 	case <-time.After(15 * time.Second):
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-d.done
+}
+
+// PauseDaemon stops daemon name with SIGSTOP: it keeps its socket, the
+// kernel still accepts connections, and nothing answers, which is how a
+// hung slurmctld looks to a client.
+func (s *Slurm) PauseDaemon(name string) error { return s.signal(name, syscall.SIGSTOP) }
+
+// ResumeDaemon continues a paused daemon.
+func (s *Slurm) ResumeDaemon(name string) error { return s.signal(name, syscall.SIGCONT) }
+
+func (s *Slurm) signal(name string, sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.daemons[name]
+	if d == nil {
+		return fmt.Errorf("slurm harness: %s is not running", name)
+	}
+	return syscall.Kill(-d.cmd.Process.Pid, sig)
 }
 
 // Running reports whether daemon name is running.
