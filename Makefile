@@ -14,9 +14,11 @@ STATE_DIR ?= $(CURDIR)/.stack
 
 # Debian packages: OpenSSH server and client for the login nodes and the
 # tests' clients, rsync/socat for the tests, Samba for a real AD domain
-# controller. No winbind: login-node users stay in /etc/passwd (see README).
+# controller, Slurm with accounting (munge, MariaDB, slurmdbd) for the
+# reconciler tests. No winbind: login-node users stay in /etc/passwd (see README).
 APT_PACKAGES := openssh-server openssh-client rsync socat samba samba-ad-provision samba-dsdb-modules samba-vfs-modules ldb-tools \
-	ca-certificates procps psmisc iproute2 curl
+	ca-certificates procps psmisc iproute2 curl \
+	slurmctld slurmd slurmdbd slurm-client munge mariadb-server
 
 .PHONY: deps build test run bench lint clean
 
