@@ -47,7 +47,11 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Assemble
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 	}
-	a.Gateway, err = New(cfg, Options{Logger: log, Directory: dir, Cluster: a.Cluster, nodeKeys: nk})
+	opts := Options{Logger: log, Directory: dir, Cluster: a.Cluster, nodeKeys: nk}
+	if cfg.SlurmEnabled() {
+		opts.GPUUsage = newSlurmUsage(cfg.Slurm)
+	}
+	a.Gateway, err = New(cfg, opts)
 	if err != nil {
 		a.closeParts()
 		return nil, err

@@ -312,6 +312,10 @@ var (
 	// slurmName is what frontdoor will pass to sacctmgr as an account,
 	// partition, QOS or GPU type: no spaces, commas, '=' or quotes.
 	slurmName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	// slurmLower is an account, QOS or user name: sacctmgr lower-cases
+	// them, so frontdoor insists on lower case; gpuType is a GRES type.
+	slurmLower = regexp.MustCompile(`^[a-z0-9_][a-z0-9_.-]{0,59}$`)
+	gpuType    = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
 	hostName  = regexp.MustCompile(`^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62})?)*$`)
 )
 
@@ -409,13 +413,13 @@ func (c Config) Validate(known Known) []Problem {
 func (s *Slurm) problems(key, rule string, known Known) []Problem {
 	var ps []Problem
 	add := func(k, format string, args ...any) { ps = append(ps, Problem{k, fmt.Sprintf(format, args...)}) }
-	if rule == "" || !slurmName.MatchString(rule) {
-		add(key, "a rule with a slurm section needs a name usable in Slurm (letters, digits, '_', '-', '.'): frontdoor names its QOS after it")
+	if rule == "" || !slurmLower.MatchString(rule) {
+		add(key, "a rule with a slurm section needs a name usable in Slurm (lower-case letters, digits, '_', '-', '.'): frontdoor names its QOS after it")
 	}
 	if s.Account == "" {
 		add(key+".account", "required")
-	} else if !slurmName.MatchString(s.Account) {
-		add(key+".account", "%q is not a valid Slurm account name", s.Account)
+	} else if !slurmLower.MatchString(s.Account) {
+		add(key+".account", "%q is not a valid Slurm account name (lower-case letters, digits, '_', '-', '.')", s.Account)
 	}
 	for j, p := range s.Partitions {
 		switch {
@@ -436,7 +440,7 @@ func (s *Slurm) problems(key, rule string, known Known) []Problem {
 		}
 	}
 	for j, q := range s.QOS {
-		if !slurmName.MatchString(q) {
+		if !slurmLower.MatchString(q) {
 			add(fmt.Sprintf("%s.qos[%d]", key, j), "%q is not a valid QOS name", q)
 		}
 	}
@@ -445,7 +449,7 @@ func (s *Slurm) problems(key, rule string, known Known) []Problem {
 	}
 	for name, m := range map[string]map[string]int{"gpus_per_user_by_type": s.GPUsPerUserByType, "gpus_per_account_by_type": s.GPUsPerAccountByType} {
 		for t, n := range m {
-			if !slurmName.MatchString(t) {
+			if !gpuType.MatchString(t) {
 				add(key+"."+name, "%q is not a valid GPU type", t)
 			}
 			if n < 0 {

@@ -54,7 +54,7 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/frontdoor-hpc/frontdoor/test/harness"
+	"github.com/frontdoor-hpc/frontdoor/test/harness/sys"
 )
 
 // Partitions the test cluster has; both hold the one node.
@@ -430,7 +430,7 @@ func (s *Slurm) Run(ctx context.Context, prog string, args ...string) (string, e
 // RunAs runs a Slurm client program as the local Unix user name (which
 // must exist: EnsureUser), the way that user would from a login node.
 func (s *Slurm) RunAs(ctx context.Context, name, prog string, args ...string) (string, error) {
-	uid, gid, err := harness.UnixIDs(name)
+	uid, gid, err := sys.UnixIDs(name)
 	if err != nil {
 		return "", fmt.Errorf("slurm harness: user %s: %w", name, err)
 	}
@@ -460,7 +460,7 @@ func (s *Slurm) run(ctx context.Context, cred *syscall.Credential, prog string, 
 // EnsureUser creates the local Unix user name if missing (idempotent, safe
 // across test processes): jobs run as real users, and slurmctld maps the
 // submitting uid to the accounting user by name.
-func EnsureUser(name string) error { return harness.EnsureUnixUser(name) }
+func EnsureUser(name string) error { return sys.EnsureUnixUser(name) }
 
 // Submit submits a batch job as user name (sbatch --parsable, output to
 // /dev/null, working directory /tmp) and returns the job id. args are
@@ -500,7 +500,7 @@ func (s *Slurm) JobState(ctx context.Context, id string) (state, reason string, 
 // "PENDING/AssocGrpGRES": a fresh job is PENDING (None) until the
 // scheduler has looked at it.
 func (s *Slurm) WaitJob(ctx context.Context, id string, timeout time.Duration, states ...string) (state, reason string, err error) {
-	err = harness.WaitFor(ctx, timeout, func() error {
+	err = sys.WaitFor(ctx, timeout, func() error {
 		var err error
 		if state, reason, err = s.JobState(ctx, id); err != nil {
 			return err
@@ -526,7 +526,7 @@ func (s *Slurm) CancelAll(ctx context.Context) error {
 	if _, err := s.Run(ctx, "scancel", ids...); err != nil {
 		return err
 	}
-	return harness.WaitFor(ctx, 30*time.Second, func() error {
+	return sys.WaitFor(ctx, 30*time.Second, func() error {
 		ids, err := s.activeJobs(ctx)
 		if err != nil {
 			return err
@@ -549,7 +549,7 @@ func (s *Slurm) activeJobs(ctx context.Context) ([]string, error) {
 // waitTRES waits until the node is idle and sacctmgr lists gres/gpu: then
 // jobs schedule and GrpTRES=gres/gpu=N is accepted.
 func (s *Slurm) waitTRES(ctx context.Context) error {
-	err := harness.WaitFor(ctx, s.opts.ReadyTimeout, func() error {
+	err := sys.WaitFor(ctx, s.opts.ReadyTimeout, func() error {
 		out, err := s.Run(ctx, "sinfo", "--noheader", "--Node", "--format=%t")
 		if err != nil {
 			return err
