@@ -316,7 +316,7 @@ var (
 	// them, so frontdoor insists on lower case; gpuType is a GRES type.
 	slurmLower = regexp.MustCompile(`^[a-z0-9_][a-z0-9_.-]{0,59}$`)
 	gpuType    = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
-	hostName  = regexp.MustCompile(`^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62})?)*$`)
+	hostName   = regexp.MustCompile(`^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62})?)*$`)
 )
 
 // Known is what the rest of the configuration defines, for checking the
