@@ -106,13 +106,16 @@ type GatewayConfig struct {
 	// backend sections (e.g. admission limits, backend.min_uid).
 	GatewayExtra map[string]any
 	BackendExtra map[string]any
+	// Sections replace whole top-level sections (e.g. "directory" for an
+	// AD directory instead of the static one, "throttle").
+	Sections map[string]any
 }
 
 // WriteGatewayConfig writes DIR/gateway.yaml and the backend known_hosts
 // file DIR/nodes_known_hosts for c, and returns the configuration's path.
 func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
-	if c.Keys == nil || c.UsersFile == "" {
-		return "", errors.New("harness: GatewayConfig needs Keys and UsersFile")
+	if _, ok := c.Sections["directory"]; c.Keys == nil || (c.UsersFile == "" && !ok) {
+		return "", errors.New("harness: GatewayConfig needs Keys and UsersFile (or a directory section)")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("harness: %w", err)
@@ -207,6 +210,9 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 		"policy":    map[string]any{"rules": rules},
 		"audit":     map[string]any{"file": c.AuditFile},
 		"log":       map[string]any{"level": c.LogLevel, "format": "json"},
+	}
+	for k, v := range c.Sections {
+		doc[k] = v
 	}
 	b, err := yaml.Marshal(doc)
 	if err != nil {
