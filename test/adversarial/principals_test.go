@@ -117,4 +117,3 @@ func mustActor(t *testing.T, ctx context.Context, name string) *actor {
 	}
 	return a
 }
-

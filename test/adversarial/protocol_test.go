@@ -189,4 +189,3 @@ func checkLines(t *testing.T, path string) {
 		t.Errorf("%s: %v", path, err)
 	}
 }
-
