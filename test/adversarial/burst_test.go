@@ -208,6 +208,77 @@ func burst(t *testing.T, g *harness.Gateway, victim *actor, n int) (toAD, thrott
 	return toAD, throttled, other, took
 }
 
+// A password the directory could not check counts against the allowance
+// too (issue 8, part 2): otherwise a guesser tries without limit while the
+// DC is away. With the DC stopped (SIGSTOP: binds hang until the
+// directory's timeout), tries attempts with the right password are all
+// refused; at most userFailures of them get to try the directory, the rest
+// are throttled; and once the DC is back the throttle still holds the
+// account until its backoff and window allow again.
+func TestUnavailableDirectoryCountsAgainstAllowance(t *testing.T) {
+	const (
+		userFailures = 3
+		tries        = 6
+	)
+	ctx := t.Context()
+	victim, err := createActor(ctx, "adv-outage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGateway(t, gwOptions{
+		Throttle: map[string]any{"user_failures": userFailures, "user_window": "30s", "base_delay": "1ns", "max_delay": "1ns"},
+		AD:       map[string]any{"timeout": "1s", "retry_min": "100ms", "retry_max": "200ms"},
+	})
+	if err := dc.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			if err := dc.Resume(); err != nil {
+				t.Errorf("resuming the DC: %v", err)
+			}
+		}
+	}
+	t.Cleanup(resume)
+	for i := range tries {
+		rc := dialRaw(t, g, "127.0.0.70")
+		userauth(t, rc)
+		expect(t, fmt.Sprintf("right password %d, DC stopped", i), send(t, rc, "password", rawssh.PasswordRequest(victim.name, victim.password)), rawssh.ReplyFailure)
+		rc.Close()
+	}
+	resume()
+	var tried, throttled int
+	var reasons []string
+	for _, e := range audits(t, g) {
+		if e.Type != audit.TypeAuth || e.Method != gateway.MethodPassword {
+			continue
+		}
+		reasons = append(reasons, e.Reason)
+		if strings.Contains(e.Reason, "throttled") {
+			throttled++
+		} else {
+			tried++
+		}
+	}
+	t.Logf("DC stopped: %d right-password attempts, %d tried the directory, %d throttled: %q", tries, tried, throttled, reasons)
+	if tried > userFailures || tried+throttled != tries {
+		t.Errorf("%d of %d attempts tried the stopped directory, the throttle allows %d", tried, tries, userFailures)
+	}
+	// Back: the throttle holds the account (refusals never reach AD), so
+	// the allowance was spent for real.
+	rc := dialRaw(t, g, "127.0.0.71")
+	userauth(t, rc)
+	r := send(t, rc, "password, DC back", rawssh.PasswordRequest(victim.name, victim.password))
+	if r.Kind == rawssh.ReplySuccess {
+		t.Fatalf("right password accepted at once after %d unverifiable attempts: they did not count", tries)
+	}
+	if e := lastAuth(t, g, victim.name); !strings.Contains(e.Reason, "throttled") {
+		t.Errorf("after the outage: %q, want throttled", e.Reason)
+	}
+}
+
 // accountState reads an account's badPwdCount and lockoutTime from the DC.
 func accountState(t *testing.T, name string) (badPwdCount, lockoutTime int64) {
 	t.Helper()

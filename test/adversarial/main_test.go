@@ -239,6 +239,8 @@ type gwOptions struct {
 	// Gateway and Backend keys are merged into those sections.
 	Gateway map[string]any
 	Backend map[string]any
+	// AD keys override the directory.ad section (timeout, ...).
+	AD map[string]any
 }
 
 var gwCount atomic.Int32
@@ -272,6 +274,9 @@ func startGateway(ctx context.Context, dir string, o gwOptions) (*harness.Gatewa
 		"key_attribute": "sshPublicKey",
 		"timeout":       "5s",
 		"cache_ttl":     "1s",
+	}
+	for k, v := range o.AD {
+		adc[k] = v
 	}
 	return harness.StartGateway(ctx, harness.GatewayOptions{Dir: dir, Config: harness.GatewayConfig{
 		Keys:           keys,
