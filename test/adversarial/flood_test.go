@@ -101,22 +101,15 @@ func TestPreAuthFloodFromOneSource(t *testing.T) {
 		t.Errorf("flood: %+v of %d", res, floodSize)
 	}
 
-	// Another source logs in while the flood is held.
+	// Another source logs in while the flood is held (the connection's
+	// own deadline bounds a hang; the figure is judged after).
 	start := time.Now()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		loginAs(t, g, "127.0.0.3", bob)
-	}()
-	select {
-	case <-done:
-	case <-time.After(loginDeadline):
-		t.Fatalf("a login from 127.0.0.3 did not finish within %v of a flood from 127.0.0.2", loginDeadline)
+	loginAs(t, g, "127.0.0.3", bob)
+	took := time.Since(start)
+	t.Logf("login from 127.0.0.3 during the flood: %v", took.Round(time.Millisecond))
+	if took > loginDeadline {
+		t.Errorf("a login from 127.0.0.3 took %v during a flood from 127.0.0.2, want under %v", took, loginDeadline)
 	}
-	if t.Failed() {
-		return
-	}
-	t.Logf("login from 127.0.0.3 during the flood: %v", time.Since(start).Round(time.Millisecond))
 
 	// The flooding source itself is refused, even for an honest login.
 	if rc, err := tryDialRaw(t.Context(), g, "127.0.0.2"); err == nil {
