@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -76,6 +77,39 @@ func TestOutOfOrderMessages(t *testing.T) {
 			expect(t, "sign", send(t, rc, "sign", signed(t, rc, bobName, bob)), rawssh.ReplySuccess)
 			if got, _ := whoAmI(t, rc); got != bobName {
 				t.Fatalf("after a rekey mid-auth the session is %q", got)
+			}
+		}},
+		{"empty and NUL passwords (an LDAP bind without a password is anonymous)", func(t *testing.T, _ *rawssh.RawConn) {
+			for _, p := range []string{"", "\x00", "\x00" + alice.password, " "} {
+				rc := dialRaw(t, shared, "")
+				userauth(t, rc)
+				expect(t, "password "+strconv.Quote(p), send(t, rc, "password", rawssh.PasswordRequest(aliceName, p)), rawssh.ReplyFailure)
+				r := send(t, rc, "kbd-int", rawssh.KeyboardInteractiveRequest(aliceName))
+				expect(t, "kbd-int", r, rawssh.ReplyInfoRequest)
+				r, err := rc.Respond(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				expect(t, "kbd-int answer "+strconv.Quote(p), r, rawssh.ReplyFailure)
+				rc.Close()
+			}
+		}},
+		{"keyboard-interactive challenge answered with bob's signed request", func(t *testing.T, rc *rawssh.RawConn) {
+			// The signed request is swallowed as the answer; what follows
+			// must still be bob's own login, not alice's.
+			userauth(t, rc)
+			expect(t, "query bob", send(t, rc, "query bob", rawssh.PublicKeyQuery(bobName, bob.pub, "")), rawssh.ReplyPKOK)
+			expect(t, "kbd-int alice", send(t, rc, "kbd-int alice", rawssh.KeyboardInteractiveRequest(aliceName)), rawssh.ReplyInfoRequest)
+			r, err := rc.Auth(signed(t, rc, bobName, bob))
+			if err == nil && r.Kind == rawssh.ReplySuccess {
+				t.Fatal("a signed request in place of a challenge answer logged in")
+			}
+			if err != nil {
+				return // closed: refused cleanly
+			}
+			expect(t, "sign bob", send(t, rc, "sign bob", signed(t, rc, bobName, bob)), rawssh.ReplySuccess)
+			if got, _ := whoAmI(t, rc); got != bobName {
+				t.Fatalf("the session is %q", got)
 			}
 		}},
 		{"huge user names", func(t *testing.T, rc *rawssh.RawConn) {
