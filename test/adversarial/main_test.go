@@ -241,6 +241,8 @@ type gwOptions struct {
 	Backend map[string]any
 	// AD keys override the directory.ad section (timeout, ...).
 	AD map[string]any
+	// Rules default to one rule granting pool general to group.
+	Rules []policy.Rule
 }
 
 var gwCount atomic.Int32
@@ -278,10 +280,14 @@ func startGateway(ctx context.Context, dir string, o gwOptions) (*harness.Gatewa
 	for k, v := range o.AD {
 		adc[k] = v
 	}
+	rules := o.Rules
+	if rules == nil {
+		rules = []policy.Rule{{Name: ruleName, Groups: []string{group}, Pools: []string{pool}}}
+	}
 	return harness.StartGateway(ctx, harness.GatewayOptions{Dir: dir, Config: harness.GatewayConfig{
 		Keys:           keys,
 		Nodes:          nodes,
-		Rules:          []policy.Rule{{Name: ruleName, Groups: []string{group}, Pools: []string{pool}}},
+		Rules:          rules,
 		ConnectTimeout: 20 * time.Second, // a loaded 2-core machine
 		GatewayExtra:   o.Gateway,
 		BackendExtra:   o.Backend,
