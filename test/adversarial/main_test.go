@@ -19,8 +19,17 @@
 // nodes. Clients bind their side of the connection to chosen loopback
 // addresses (127.0.0.2, ...) when the source matters.
 //
-// Tests do not run in parallel: the burst test changes the domain's
-// lockout policy, and the flood and timing tests measure.
+// Tests do not run in parallel: the burst and flush tests change the
+// domain's lockout policy, the outage test stops the DC, and the flood,
+// speculation and timing tests measure.
+//
+// The tests, by file: identity (one login is one identity: query/none/sign
+// and its variants), burst (parallel wrong passwords vs badPwdCount; DC
+// outage attempts count), flush (BUGS.md 1), flood (pre-auth flood from
+// one source), speculation (node connections before proof), principals
+// (root, deny list, min_uid; the node's own check), protocol (messages out
+// of order, hostile names and passwords), sessioncap, timing (medians,
+// logged only). Bugs found are in BUGS.md.
 //
 // Missing prerequisites (samba, sshd, root) fail the run loudly.
 package adversarial_test
