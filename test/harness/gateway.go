@@ -115,7 +115,8 @@ type GatewayConfig struct {
 	// backend sections (e.g. admission limits, backend.min_uid).
 	GatewayExtra map[string]any
 	BackendExtra map[string]any
-	// Sections are further top-level sections (e.g. slurm), as written.
+	// Sections add or replace whole top-level sections (e.g. "slurm", or
+	// "directory" for an AD directory instead of the static one).
 	Sections map[string]any
 	// RefusalMessage is policy.refusal_message.
 	RefusalMessage string
@@ -124,8 +125,8 @@ type GatewayConfig struct {
 // WriteGatewayConfig writes DIR/gateway.yaml and the backend known_hosts
 // file DIR/nodes_known_hosts for c, and returns the configuration's path.
 func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
-	if c.Keys == nil || c.UsersFile == "" {
-		return "", errors.New("harness: GatewayConfig needs Keys and UsersFile")
+	if _, ok := c.Sections["directory"]; c.Keys == nil || (c.UsersFile == "" && !ok) {
+		return "", errors.New("harness: GatewayConfig needs Keys and UsersFile (or a directory section)")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("harness: %w", err)

@@ -23,8 +23,8 @@ import (
 	slurmh "github.com/frontdoor-hpc/frontdoor/test/harness/slurm"
 )
 
-// dcAddr is this package's DC address; other packages use 127.0.2.2, .5, .9.
-const dcAddr = "127.0.2.7"
+// dcAddr is this package's DC address; other packages use 127.0.2.2, .5, .7, .9.
+const dcAddr = "127.0.2.8"
 
 // Slurm ports of this package, apart from internal/slurm's defaults so the
 // two suites can run at once.
