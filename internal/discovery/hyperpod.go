@@ -266,7 +266,9 @@ func (s *Source) describe(ctx context.Context, id string) (details, error) {
 // uniqueNames sorts nodes by name and gives a node whose name another
 // already has its instance ID instead, so names stay unique.
 func uniqueNames(nodes []Node) []Node {
-	slices.SortFunc(nodes, func(a, b Node) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.InstanceID, b.InstanceID)) })
+	slices.SortFunc(nodes, func(a, b Node) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.InstanceID, b.InstanceID))
+	})
 	taken := map[string]bool{}
 	for i := range nodes {
 		if nodes[i].Name == "" || taken[nodes[i].Name] {
@@ -274,7 +276,9 @@ func uniqueNames(nodes []Node) []Node {
 		}
 		taken[nodes[i].Name] = true
 	}
-	slices.SortFunc(nodes, func(a, b Node) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.InstanceID, b.InstanceID)) })
+	slices.SortFunc(nodes, func(a, b Node) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.InstanceID, b.InstanceID))
+	})
 	return nodes
 }
 

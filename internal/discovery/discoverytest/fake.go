@@ -123,7 +123,11 @@ func (s *Server) Describes(id string) int { s.mu.Lock(); defer s.mu.Unlock(); re
 func (s *Server) Filters() []string { s.mu.Lock(); defer s.mu.Unlock(); return slices.Clone(s.filters) }
 
 // Problems returns the protocol violations seen (bad signature, headers…).
-func (s *Server) Problems() []string { s.mu.Lock(); defer s.mu.Unlock(); return slices.Clone(s.problems) }
+func (s *Server) Problems() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.problems)
+}
 
 func (s *Server) problem(format string, args ...any) {
 	s.mu.Lock()
