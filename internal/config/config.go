@@ -20,6 +20,7 @@ import (
 
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
+	"github.com/frontdoor-hpc/frontdoor/internal/discovery"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
 	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
@@ -36,6 +37,9 @@ type Config struct {
 	Backend   Backend   `yaml:"backend"`
 	Directory Directory `yaml:"directory"`
 	Nodes     []Node    `yaml:"nodes"`
+	// Discovery finds login nodes through the SageMaker HyperPod API, in
+	// addition to Nodes (see internal/discovery).
+	Discovery discovery.Config `yaml:"discovery"`
 	// Cluster is the gossip membership (see internal/cluster). Without a
 	// cluster section the gateway routes over Nodes alone.
 	Cluster cluster.Config `yaml:"cluster"`
@@ -222,6 +226,9 @@ type Log struct {
 // ClusterEnabled reports whether the file has a cluster section: gossip on.
 func (c *Config) ClusterEnabled() bool { return c.lines["cluster"] > 0 }
 
+// DiscoveryEnabled reports whether the file has a discovery section.
+func (c *Config) DiscoveryEnabled() bool { return c.lines["discovery"] > 0 }
+
 // Path returns the file the configuration was loaded from.
 func (c *Config) Path() string { return c.path }
 
@@ -373,6 +380,9 @@ func (c *Config) setDefaults() {
 		c.Directory.AD = c.Directory.AD.Defaults()
 	}
 	c.Throttle = c.Throttle.Defaults()
+	if c.DiscoveryEnabled() {
+		c.Discovery = c.Discovery.Defaults()
+	}
 	for i := range c.Nodes {
 		if c.Nodes[i].Pool == "" {
 			c.Nodes[i].Pool = "default"
@@ -579,8 +589,13 @@ func (c *Config) validate() error {
 		if err := c.Cluster.Validate(); err != nil {
 			errs = append(errs, c.sectionErrors("cluster", err)...)
 		}
-	} else if len(c.Nodes) == 0 {
-		add(c.Errorf("nodes", "no login nodes: list them here or configure a cluster section for gossip"))
+	} else if len(c.Nodes) == 0 && !c.DiscoveryEnabled() {
+		add(c.Errorf("nodes", "no login nodes: list them here, configure discovery, or a cluster section for gossip"))
+	}
+	if c.DiscoveryEnabled() {
+		if err := c.Discovery.Validate(); err != nil {
+			errs = append(errs, c.sectionErrors("discovery", err)...)
+		}
 	}
 	if err := c.Route.Validate(); err != nil {
 		errs = append(errs, c.sectionErrors("route", err)...)

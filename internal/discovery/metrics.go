@@ -15,7 +15,7 @@ type metrics struct {
 var statuses = []string{"Running", "Pending", "SystemUpdating", "DeepHealthCheckInProgress", "ShuttingDown", "Failure", "NotFound"}
 
 func newMetrics() *metrics {
-	return &metrics{
+	m := &metrics{
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "frontdoor_discovery_last_success_timestamp_seconds",
 			Help: "Unix time of the last successful HyperPod discovery refresh."}),
@@ -28,6 +28,9 @@ func newMetrics() *metrics {
 			Help: "Login nodes discovery found in the last good refresh, by HyperPod status and eligibility."},
 			[]string{"status", "eligible"}),
 	}
+	m.errors.WithLabelValues("list")
+	m.errors.WithLabelValues("describe")
+	return m
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
@@ -47,6 +50,4 @@ func (m *metrics) setNodes(nodes []Node) {
 		}
 		m.nodes.WithLabelValues(n.Status, el).Inc()
 	}
-	m.errors.WithLabelValues("list")
-	m.errors.WithLabelValues("describe")
 }
