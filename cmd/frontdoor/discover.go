@@ -42,6 +42,7 @@ func runDiscover(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer src.Close()
 	if err := src.Refresh(ctx); err != nil {
 		return fmt.Errorf("discovery: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/audit/s3sink"
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
 	"github.com/frontdoor-hpc/frontdoor/internal/discovery"
@@ -215,6 +216,8 @@ type Audit struct {
 	// File receives one JSON object per line. Empty: audit events go to the
 	// log only.
 	File string `yaml:"file"`
+	// S3 ships audit events to a bucket as well (see internal/audit/s3sink).
+	S3 s3sink.Config `yaml:"s3"`
 }
 
 // Log configures the process log.
@@ -225,6 +228,9 @@ type Log struct {
 
 // ClusterEnabled reports whether the file has a cluster section: gossip on.
 func (c *Config) ClusterEnabled() bool { return c.lines["cluster"] > 0 }
+
+// AuditS3Enabled reports whether the file has an audit.s3 section.
+func (c *Config) AuditS3Enabled() bool { return c.lines["audit.s3"] > 0 }
 
 // DiscoveryEnabled reports whether the file has a discovery section.
 func (c *Config) DiscoveryEnabled() bool { return c.lines["discovery"] > 0 }
@@ -383,6 +389,9 @@ func (c *Config) setDefaults() {
 	if c.DiscoveryEnabled() {
 		c.Discovery = c.Discovery.Defaults()
 	}
+	if c.AuditS3Enabled() {
+		c.Audit.S3 = c.Audit.S3.Defaults()
+	}
 	for i := range c.Nodes {
 		if c.Nodes[i].Pool == "" {
 			c.Nodes[i].Pool = "default"
@@ -419,6 +428,7 @@ func (c *Config) resolvePaths(dir string) {
 	abs(&c.Directory.AD.CAFile)
 	abs(&c.Directory.AD.BindPasswordFile)
 	abs(&c.Audit.File)
+	abs(&c.Audit.S3.SpoolDir)
 }
 
 // AdmissionExemptPrefixes returns AdmissionExempt parsed (validated at load).
@@ -591,6 +601,14 @@ func (c *Config) validate() error {
 		}
 	} else if len(c.Nodes) == 0 && !c.DiscoveryEnabled() {
 		add(c.Errorf("nodes", "no login nodes: list them here, configure discovery, or a cluster section for gossip"))
+	}
+	if c.AuditS3Enabled() {
+		if err := c.Audit.S3.Validate(); err != nil {
+			errs = append(errs, c.sectionErrors("audit.s3", err)...)
+		}
+		if !s3sink.ValidGatewayName(c.Gateway.Name) {
+			add(c.Errorf("gateway.name", "%q cannot be part of an audit object key (letters, digits, '.', '-'; at most 63)", c.Gateway.Name))
+		}
 	}
 	if c.DiscoveryEnabled() {
 		if err := c.Discovery.Validate(); err != nil {

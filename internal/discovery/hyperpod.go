@@ -7,14 +7,16 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/awsclient"
 )
 
 // API is the part of the SageMaker client discovery uses; the SDK's
@@ -39,6 +41,8 @@ type Source struct {
 	log     *slog.Logger
 	metrics *metrics
 	changed chan struct{}
+	// transport is the SageMaker client's (nil with Options.API).
+	transport *http.Transport
 
 	refreshMu sync.Mutex // one refresh at a time; it also guards details
 	details   map[string]details
@@ -68,37 +72,37 @@ func New(ctx context.Context, cfg Config, opts Options) (*Source, error) {
 	s := &Source{cfg: cfg, api: opts.API, log: opts.Logger, metrics: newMetrics(),
 		changed: make(chan struct{}, 1), details: map[string]details{}}
 	if s.api == nil {
-		c, err := NewClient(ctx, cfg)
+		c, tr, err := NewClient(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
-		s.api = c
+		s.api, s.transport = c, tr
 	}
 	return s, nil
 }
 
-// NewClient builds the SageMaker client for cfg: the SDK's default
-// credential chain (environment, shared profile, SSO, the instance role),
-// cfg.Region, cfg.Endpoint as the base endpoint, and the SDK's standard
-// retryer with cfg.MaxAttempts.
-func NewClient(ctx context.Context, cfg Config) (*sagemaker.Client, error) {
+// NewClient builds the SageMaker client for cfg (see internal/awsclient:
+// the default credential chain, cfg.Region, the SDK's standard retryer
+// with cfg.MaxAttempts), cfg.Endpoint as its base endpoint, and returns
+// the transport under it.
+func NewClient(ctx context.Context, cfg Config) (*sagemaker.Client, *http.Transport, error) {
 	cfg = cfg.Defaults()
-	optFns := []func(*awsconfig.LoadOptions) error{awsconfig.WithRetryMaxAttempts(cfg.MaxAttempts)}
-	if cfg.Region != "" {
-		optFns = append(optFns, awsconfig.WithRegion(cfg.Region))
-	}
-	ac, err := awsconfig.LoadDefaultConfig(ctx, optFns...)
+	ac, tr, err := awsclient.Load(ctx, cfg.Region, cfg.MaxAttempts)
 	if err != nil {
-		return nil, fmt.Errorf("discovery: aws config: %w", err)
-	}
-	if ac.Region == "" {
-		return nil, errors.New("discovery: no AWS region: set discovery.region (or AWS_REGION)")
+		return nil, nil, fmt.Errorf("discovery: %w", err)
 	}
 	return sagemaker.NewFromConfig(ac, func(o *sagemaker.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
-	}), nil
+	}), tr, nil
+}
+
+// Close releases the client's idle connections; call it after Run returned.
+func (s *Source) Close() {
+	if s.transport != nil {
+		s.transport.CloseIdleConnections()
+	}
 }
 
 // Nodes returns the last good node list, sorted by name.

@@ -78,6 +78,10 @@ var (
 	gatewayRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
 )
 
+// ValidGatewayName reports whether name can be part of object keys and
+// spool file names.
+func ValidGatewayName(name string) bool { return gatewayRE.MatchString(name) }
+
 // Validate reports a configuration that cannot work, each error as
 // "audit.s3.key: problem" (errors.Join'ed).
 func (c Config) Validate() error {

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,6 +57,8 @@ type Sink struct {
 	opts    Options
 	metrics *metrics
 	now     func() time.Time
+	// transport is the S3 client's, closed with the sink (nil with Options.API).
+	transport *http.Transport
 
 	wake     chan struct{} // a batch is ready, or Close wants a flush
 	stop     chan struct{} // closed by Close: drain, then return
@@ -88,7 +91,7 @@ func New(ctx context.Context, cfg Config, gateway string, opts Options) (*Sink, 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if !gatewayRE.MatchString(gateway) {
+	if !ValidGatewayName(gateway) {
 		return nil, fmt.Errorf("audit s3: gateway name %q cannot be part of an object key (letters, digits, '.', '-')", gateway)
 	}
 	if opts.Logger == nil {
@@ -106,11 +109,11 @@ func New(ctx context.Context, cfg Config, gateway string, opts Options) (*Sink, 
 	s := &Sink{cfg: cfg, gateway: gateway, api: opts.API, log: opts.Logger, opts: opts, metrics: newMetrics(), now: time.Now,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), kill: make(chan struct{}), done: make(chan struct{})}
 	if s.api == nil {
-		c, err := NewClient(ctx, cfg)
+		c, tr, err := NewClient(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
-		s.api = c
+		s.api, s.transport = c, tr
 	}
 	st, err := scanSpool(cfg.SpoolDir)
 	if err != nil {
@@ -256,6 +259,9 @@ func (s *Sink) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		s.abort()
 		<-s.done
+	}
+	if s.transport != nil {
+		s.transport.CloseIdleConnections()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/awsclient"
 )
 
 // API is the part of the S3 client the sink uses; *s3.Client satisfies it.
@@ -26,26 +27,20 @@ type API interface {
 	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 }
 
-// NewClient builds the S3 client for cfg: the SDK's default credential
-// chain, cfg.Region, cfg.Endpoint and the SDK's standard retryer.
-func NewClient(ctx context.Context, cfg Config) (*s3.Client, error) {
-	var optFns []func(*awsconfig.LoadOptions) error
-	if cfg.Region != "" {
-		optFns = append(optFns, awsconfig.WithRegion(cfg.Region))
-	}
-	ac, err := awsconfig.LoadDefaultConfig(ctx, optFns...)
+// NewClient builds the S3 client for cfg (see internal/awsclient: the
+// default credential chain, cfg.Region, the SDK's standard retryer),
+// cfg.Endpoint and cfg.PathStyle, and returns the transport under it.
+func NewClient(ctx context.Context, cfg Config) (*s3.Client, *http.Transport, error) {
+	ac, tr, err := awsclient.Load(ctx, cfg.Region, 0)
 	if err != nil {
-		return nil, fmt.Errorf("audit s3: aws config: %w", err)
-	}
-	if ac.Region == "" {
-		return nil, errors.New("audit s3: no AWS region: set audit.s3.region (or AWS_REGION)")
+		return nil, nil, fmt.Errorf("audit s3: %w", err)
 	}
 	return s3.NewFromConfig(ac, func(o *s3.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
-	}), nil
+	}), tr, nil
 }
 
 // Object metadata the sink writes (x-amz-meta-…): the batch's checksum

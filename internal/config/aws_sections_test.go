@@ -81,3 +81,41 @@ func FuzzParseDiscovery(f *testing.F) {
 		}
 	})
 }
+
+func TestAuditS3Section(t *testing.T) {
+	y := good + `audit:
+  file: audit.jsonl
+  s3:
+    bucket: hpc-audit
+    region: us-west-2
+    sse: aws:kms
+    kms_key_id: alias/frontdoor
+    spool_dir: spool
+`
+	c, err := Parse("/etc/frontdoor/gateway.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Audit.S3
+	if !c.AuditS3Enabled() || s.Prefix != "audit" || s.BatchMaxEvents != 1000 || s.SpoolDir != "/etc/frontdoor/spool" || s.SpoolMaxBytes != 1<<30 {
+		t.Errorf("audit.s3 defaults/paths: %+v", s)
+	}
+	if c, _ := Parse("gateway.yaml", []byte(good)); c.AuditS3Enabled() {
+		t.Error("audit.s3 enabled without the section")
+	}
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"bucket", "bucket: hpc-audit", "bucket: HPC_Audit", `gateway.yaml:21: audit.s3.bucket: "HPC_Audit" is not an S3 bucket name`},
+		{"sse", "sse: aws:kms", "sse: des", `gateway.yaml:23: audit.s3.sse: unknown "des"`},
+		{"kms without kms", "sse: aws:kms", "sse: AES256", `gateway.yaml:24: audit.s3.kms_key_id: only with sse: aws:kms`},
+		{"age", "spool_dir: spool", "spool_dir: spool\n    batch_max_age: 48h", `gateway.yaml:26: audit.s3.batch_max_age: must be between 10ms and 24h`},
+		{"cap", "spool_dir: spool", "spool_dir: spool\n    spool_max_bytes: 10", `gateway.yaml:26: audit.s3.spool_max_bytes: must be at least 65536`},
+		{"gateway name", "name: gw1", "name: gw_1", `gateway.yaml:3: gateway.name: "gw_1" cannot be part of an audit object key`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("gateway.yaml", []byte(strings.Replace(y, tc.from, tc.to, 1)))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
