@@ -37,7 +37,8 @@ type Config struct {
 	BatchMaxAge time.Duration `yaml:"batch_max_age"`
 	// SpoolDir holds batches until they are uploaded, across restarts and
 	// crashes; it must be persistent and private to this gateway.
-	// Default /var/spool/frontdoor/audit-s3.
+	// Default /var/lib/frontdoor/audit-s3 (the systemd unit's
+	// StateDirectory, writable under ProtectSystem=strict).
 	SpoolDir string `yaml:"spool_dir"`
 	// SpoolMaxBytes caps the spool. When it is full, new events are
 	// dropped (counted in frontdoor_audit_s3_dropped_events_total and
@@ -59,7 +60,7 @@ func (c Config) Defaults() Config {
 		c.BatchMaxAge = time.Minute
 	}
 	if c.SpoolDir == "" {
-		c.SpoolDir = "/var/spool/frontdoor/audit-s3"
+		c.SpoolDir = "/var/lib/frontdoor/audit-s3"
 	}
 	if c.SpoolMaxBytes == 0 {
 		c.SpoolMaxBytes = 1 << 30
