@@ -105,7 +105,9 @@ func (s *Source) Close() {
 	}
 }
 
-// Nodes returns the last good node list, sorted by name.
+// Nodes returns the last good node list, sorted by name. Before the first
+// successful refresh it is empty and Status reports a zero time: "not
+// known yet", which a caller should not take for "no nodes".
 func (s *Source) Nodes() []Node {
 	s.mu.Lock()
 	defer s.mu.Unlock()
