@@ -71,7 +71,7 @@ type fakeS3 struct {
 	headers   []http.Header
 }
 
-func startS3(t *testing.T) *fakeS3 {
+func startS3(t testing.TB) *fakeS3 {
 	t.Helper()
 	backend := s3mem.New()
 	if err := backend.CreateBucket(bucket); err != nil {
