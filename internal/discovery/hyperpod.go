@@ -122,8 +122,9 @@ func (s *Source) Status() (lastSuccess time.Time, lastErr error) {
 	return s.lastOK, s.lastErr
 }
 
-// Changed receives a value after a refresh that changed the node list
-// (coalesced: one pending value at most).
+// Changed receives a value after the first successful refresh and after
+// every refresh that changed the node list (coalesced: one pending value
+// at most).
 func (s *Source) Changed() <-chan struct{} { return s.changed }
 
 // Collectors are the discovery metrics, for the caller's registry.
@@ -168,10 +169,12 @@ func (s *Source) Refresh(ctx context.Context) error {
 		s.metrics.errors.WithLabelValues("list").Inc()
 		return err
 	}
+	first := s.lastOK.IsZero()
 	s.lastOK = time.Now()
 	s.metrics.lastSuccess.Set(float64(s.lastOK.UnixNano()) / 1e9)
 	s.metrics.setNodes(nodes)
-	if !slices.Equal(nodes, s.nodes) {
+	// The first success signals even with no nodes: "known" at last.
+	if first || !slices.Equal(nodes, s.nodes) {
 		s.logChanges(s.nodes, nodes)
 		s.nodes = nodes
 		select {
