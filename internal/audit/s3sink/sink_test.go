@@ -380,7 +380,9 @@ func TestCrashResume(t *testing.T) {
 func TestSpoolFull(t *testing.T) {
 	f := startS3(t)
 	cfg := testConfig(f, t.TempDir())
-	cfg.SpoolMaxBytes, cfg.BatchMaxEvents = 64<<10, 8
+	// One open batch holds the whole fill (no seal shrinks the spool
+	// meanwhile), so what fills it is exactly the events' bytes.
+	cfg.SpoolMaxBytes, cfg.BatchMaxEvents = 64<<10, 1000
 	var logs bytes.Buffer
 	var logMu sync.Mutex
 	s := newSink(t, cfg, slog.New(slog.NewTextHandler(lockedWriter{&logs, &logMu}, nil)))
@@ -401,11 +403,17 @@ func TestSpoolFull(t *testing.T) {
 	}
 	accepted := 100 - dropped
 	f.setMode(modeNormal)
-	eventually(t, "the spooled events uploaded", func() bool {
+	s.mu.Lock()
+	s.rotateLocked() // as batch_max_age would
+	s.mu.Unlock()
+	eventually(t, "the spooled events uploaded and room again", func() bool {
 		_, n := f.sessionCounts(t)
-		return n >= accepted-accepted%8 // the open batch waits for more
+		return n == accepted && testutil.ToFloat64(s.metrics.full) == 0
 	})
 	record(s, 1000, 5)
+	if v := int(testutil.ToFloat64(s.metrics.dropped.WithLabelValues("spool_full"))); v != dropped {
+		t.Errorf("events dropped after the spool drained: %d", v-dropped)
+	}
 	closeSink(t, s)
 	if testutil.ToFloat64(s.metrics.full) != 0 {
 		t.Error("full gauge still 1 after the spool drained")
