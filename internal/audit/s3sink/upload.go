@@ -33,7 +33,7 @@ type API interface {
 func NewClient(ctx context.Context, cfg Config) (*s3.Client, *http.Transport, error) {
 	ac, tr, err := awsclient.Load(ctx, cfg.Region, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("audit s3: %w", err)
+		return nil, nil, fmt.Errorf("s3 client: %w", err)
 	}
 	return s3.NewFromConfig(ac, func(o *s3.Options) {
 		if cfg.Endpoint != "" {
