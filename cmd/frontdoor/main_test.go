@@ -14,7 +14,7 @@ import (
 
 // The example configs in configs/ are documentation: they must stay valid.
 func TestExampleConfigsAreValid(t *testing.T) {
-	for _, name := range []string{"gateway.yaml", "gateway-ad.yaml"} {
+	for _, name := range []string{"gateway.yaml", "gateway-ad.yaml", "gateway-hyperpod.yaml"} {
 		path, err := filepath.Abs("../../configs/" + name)
 		if err != nil {
 			t.Fatal(err)

@@ -43,12 +43,28 @@ type Event struct {
 	Channels int       `json:"channels,omitempty"`
 }
 
-// Logger writes audit events to a file (if configured) and to the process log.
+// Sink receives every recorded event, after the file write. Record must
+// not block on the network (a sink that ships elsewhere spools locally);
+// the sink's owner closes it after the Logger.
+type Sink interface {
+	Record(Event)
+}
+
+// Logger writes audit events to a file (if configured), to the process
+// log and to its sinks (such as S3).
 type Logger struct {
 	log *slog.Logger
 
-	mu sync.Mutex // mu protects the following
-	w  io.WriteCloser
+	mu    sync.Mutex // mu protects the following
+	w     io.WriteCloser
+	sinks []Sink
+}
+
+// AddSink makes every event recorded from now on go to s as well.
+func (l *Logger) AddSink(s Sink) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sinks = append(l.sinks, s)
 }
 
 // Open returns a Logger appending to path (created 0600); an empty path
@@ -78,18 +94,18 @@ func (l *Logger) Record(e Event) {
 		slog.String("type", e.Type), slog.String("session", e.Session), slog.String("user", e.User),
 		slog.String("src", e.Src), slog.String("node", e.Node), slog.String("method", e.Method),
 		slog.String("result", e.Result), slog.String("reason", e.Reason))
-	if l.w == nil {
-		return
-	}
-	line, err := json.Marshal(e)
-	if err != nil {
-		return
-	}
-	line = append(line, '\n')
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, err := l.w.Write(line); err != nil {
-		l.log.Error("audit write failed", "err", err)
+	w, sinks := l.w, l.sinks
+	if w != nil {
+		if line, err := json.Marshal(e); err == nil {
+			if _, err := w.Write(append(line, '\n')); err != nil {
+				l.log.Error("audit write failed", "err", err)
+			}
+		}
+	}
+	l.mu.Unlock()
+	for _, s := range sinks {
+		s.Record(e)
 	}
 }
 

@@ -18,8 +18,10 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/audit/s3sink"
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
+	"github.com/frontdoor-hpc/frontdoor/internal/discovery"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
 	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
@@ -36,6 +38,9 @@ type Config struct {
 	Backend   Backend   `yaml:"backend"`
 	Directory Directory `yaml:"directory"`
 	Nodes     []Node    `yaml:"nodes"`
+	// Discovery finds login nodes through the SageMaker HyperPod API, in
+	// addition to Nodes (see internal/discovery).
+	Discovery discovery.Config `yaml:"discovery"`
 	// Cluster is the gossip membership (see internal/cluster). Without a
 	// cluster section the gateway routes over Nodes alone.
 	Cluster cluster.Config `yaml:"cluster"`
@@ -300,6 +305,8 @@ type Audit struct {
 	// File receives one JSON object per line. Empty: audit events go to the
 	// log only.
 	File string `yaml:"file"`
+	// S3 ships audit events to a bucket as well (see internal/audit/s3sink).
+	S3 s3sink.Config `yaml:"s3"`
 }
 
 // Log configures the process log.
@@ -310,6 +317,12 @@ type Log struct {
 
 // ClusterEnabled reports whether the file has a cluster section: gossip on.
 func (c *Config) ClusterEnabled() bool { return c.lines["cluster"] > 0 }
+
+// AuditS3Enabled reports whether the file has an audit.s3 section.
+func (c *Config) AuditS3Enabled() bool { return c.lines["audit.s3"] > 0 }
+
+// DiscoveryEnabled reports whether the file has a discovery section.
+func (c *Config) DiscoveryEnabled() bool { return c.lines["discovery"] > 0 }
 
 // Path returns the file the configuration was loaded from.
 func (c *Config) Path() string { return c.path }
@@ -484,6 +497,12 @@ func (c *Config) setDefaults() {
 	if sl.UsageTimeout == 0 {
 		sl.UsageTimeout = time.Second
 	}
+	if c.DiscoveryEnabled() {
+		c.Discovery = c.Discovery.Defaults()
+	}
+	if c.AuditS3Enabled() {
+		c.Audit.S3 = c.Audit.S3.Defaults()
+	}
 	for i := range c.Nodes {
 		if c.Nodes[i].Pool == "" {
 			c.Nodes[i].Pool = "default"
@@ -526,6 +545,7 @@ func (c *Config) resolvePaths(dir string) {
 	abs(&c.Directory.AD.CAFile)
 	abs(&c.Directory.AD.BindPasswordFile)
 	abs(&c.Audit.File)
+	abs(&c.Audit.S3.SpoolDir)
 }
 
 // AdmissionExemptPrefixes returns AdmissionExempt parsed (validated at load).
@@ -692,11 +712,24 @@ func (c *Config) validate() error {
 		if err := c.Cluster.ValidateFor(cluster.RoleGateway); err != nil {
 			errs = append(errs, c.sectionErrors("cluster", err)...)
 		}
-		if len(c.Nodes) == 0 && !c.Cluster.Insecure {
-			add(c.Errorf("nodes", "no login nodes: with gossip, health is taken only for the nodes listed here (name, addr, pool), at that address and in that pool"))
+		if len(c.Nodes) == 0 && !c.Cluster.Insecure && !c.DiscoveryEnabled() {
+			add(c.Errorf("nodes", "no login nodes: with gossip, health is taken only for the nodes listed here (name, addr, pool) or found by discovery, at that address and in that pool"))
 		}
-	} else if len(c.Nodes) == 0 {
-		add(c.Errorf("nodes", "no login nodes: list them here or configure a cluster section for gossip"))
+	} else if len(c.Nodes) == 0 && !c.DiscoveryEnabled() {
+		add(c.Errorf("nodes", "no login nodes: list them here, configure discovery, or a cluster section for gossip"))
+	}
+	if c.AuditS3Enabled() {
+		if err := c.Audit.S3.Validate(); err != nil {
+			errs = append(errs, c.sectionErrors("audit.s3", err)...)
+		}
+		if !s3sink.ValidGatewayName(c.Gateway.Name) {
+			add(c.Errorf("gateway.name", "%q cannot be part of an audit object key (letters, digits, '.', '-'; at most 63)", c.Gateway.Name))
+		}
+	}
+	if c.DiscoveryEnabled() {
+		if err := c.Discovery.Validate(); err != nil {
+			errs = append(errs, c.sectionErrors("discovery", err)...)
+		}
 	}
 	if err := c.Route.Validate(); err != nil {
 		errs = append(errs, c.sectionErrors("route", err)...)

@@ -24,7 +24,7 @@ func TestREADMEConfigReference(t *testing.T) {
 	}
 	table := doc[i : i+1+j]
 	documented, wildcards := map[string]bool{}, []string{}
-	tick := regexp.MustCompile("`([a-z_.\\[\\]*/]+)`")
+	tick := regexp.MustCompile("`([a-z0-9_.\\[\\]*/]+)`")
 	for _, line := range strings.Split(table, "\n") {
 		if !strings.HasPrefix(line, "| `") {
 			continue

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/audit/s3sink"
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
@@ -20,7 +23,15 @@ type Assembled struct {
 	*Gateway
 	Directory directory.Directory
 	Cluster   *cluster.Cluster // nil without a cluster section
+	// Audit and AuditS3 are set with an audit.s3 section: the audit
+	// logger then also ships every event to the bucket.
+	Audit   *audit.Logger
+	AuditS3 *s3sink.Sink
 }
+
+// auditS3FlushTimeout bounds the upload of the spool at shutdown; what is
+// left is uploaded at the next start.
+const auditS3FlushTimeout = 30 * time.Second
 
 // Build opens the directory the configuration names, joins the gossip
 // cluster if it has a cluster section (ctx bounds the first join), and
@@ -47,7 +58,18 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Assemble
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 	}
-	opts := Options{Logger: log, Directory: dir, Cluster: a.Cluster, nodeKeys: nk}
+	if cfg.AuditS3Enabled() {
+		a.AuditS3, err = s3sink.New(ctx, cfg.Audit.S3, cfg.Gateway.Name, s3sink.Options{Logger: log.With("component", "audit-s3")})
+		if err == nil {
+			a.Audit, err = audit.Open(cfg.Audit.File, log)
+		}
+		if err != nil {
+			a.closeParts()
+			return nil, fmt.Errorf("audit s3: %w", err)
+		}
+		a.Audit.AddSink(a.AuditS3)
+	}
+	opts := Options{Logger: log, Directory: dir, Cluster: a.Cluster, Audit: a.Audit, nodeKeys: nk}
 	if cfg.SlurmEnabled() {
 		opts.GPUUsage = newSlurmUsage(cfg.Slurm)
 	}
@@ -55,6 +77,9 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Assemble
 	if err != nil {
 		a.closeParts()
 		return nil, err
+	}
+	if a.AuditS3 != nil {
+		a.Gateway.Registry().MustRegister(a.AuditS3.Collectors()...)
 	}
 	return a, nil
 }
@@ -79,6 +104,14 @@ func (a *Assembled) Close() error {
 
 func (a *Assembled) closeParts() error {
 	var errs []error
+	if a.Audit != nil {
+		errs = append(errs, a.Audit.Close())
+	}
+	if a.AuditS3 != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), auditS3FlushTimeout)
+		errs = append(errs, a.AuditS3.Close(ctx))
+		cancel()
+	}
 	if a.Cluster != nil {
 		errs = append(errs, a.Cluster.Close())
 	}
