@@ -41,6 +41,12 @@ func runNodes(ctx context.Context, args []string) error {
 	fmt.Fprintln(tw, "NODE\tPOOL\tADDR\tSTATE\tAGE\tLOAD1/CPUS\tMEM FREE\tPSI CPU/MEM\tSESSIONS\tUSERS\tSCORE")
 	for _, n := range ns {
 		state := "up"
+		if n.NotTaking != "" {
+			// A discovered node HyperPod does not run now: no new
+			// logins; its sessions through this gateway go on.
+			fmt.Fprintf(tw, "%s	-	-	not taking logins (%s)	-	-	-	-	%d here	-	-\n", n.Name, n.NotTaking, n.Here)
+			continue
+		}
 		switch {
 		case !n.Alive:
 			state = "dead"

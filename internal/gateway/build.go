@@ -12,6 +12,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/discovery"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
 )
@@ -27,6 +28,11 @@ type Assembled struct {
 	// logger then also ships every event to the bucket.
 	Audit   *audit.Logger
 	AuditS3 *s3sink.Sink
+	// Discovery is set with a discovery section: it keeps the node
+	// inventory in step with the HyperPod cluster.
+	Discovery *discovery.Source
+	stopDisc  context.CancelFunc
+	discDone  chan struct{}
 }
 
 // auditS3FlushTimeout bounds the upload of the spool at shutdown; what is
@@ -50,11 +56,25 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Assemble
 		dir.Close()
 		return nil, err
 	}
+	inv := newInventory(cfg.Nodes, nk, log.With("component", "inventory"))
+	if cfg.DiscoveryEnabled() {
+		if a.Discovery, err = discovery.New(ctx, cfg.Discovery, discovery.Options{Logger: log.With("component", "discovery")}); err != nil {
+			dir.Close()
+			return nil, fmt.Errorf("discovery: %w", err)
+		}
+		// Start with what the cluster has now, if the API answers; the
+		// loop below keeps trying otherwise.
+		if err := a.Discovery.Refresh(ctx); err != nil {
+			log.Warn("discovery: first refresh failed; starting with the configured nodes only", "err", err)
+		}
+		inv.setDiscovered(a.Discovery.Nodes())
+		a.startDiscovery(inv)
+	}
 	if cfg.ClusterEnabled() {
 		a.Cluster, err = cluster.Start(ctx, cfg.Cluster, cluster.Options{Role: cluster.RoleGateway,
-			Logger: log.With("component", "cluster"), Inventory: newInventory(cfg.Nodes, nk)})
+			Logger: log.With("component", "cluster"), Inventory: inv})
 		if err != nil {
-			dir.Close()
+			a.closeParts()
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 	}
@@ -69,11 +89,16 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Assemble
 		}
 		a.Audit.AddSink(a.AuditS3)
 	}
-	opts := Options{Logger: log, Directory: dir, Cluster: a.Cluster, Audit: a.Audit, nodeKeys: nk}
+	opts := Options{Logger: log, Directory: dir, Cluster: a.Cluster, Audit: a.Audit, nodeKeys: nk, inv: inv}
 	if cfg.SlurmEnabled() {
 		opts.GPUUsage = newSlurmUsage(cfg.Slurm)
 	}
 	a.Gateway, err = New(cfg, opts)
+	if err == nil && a.Discovery != nil {
+		for _, c := range a.Discovery.Collectors() {
+			a.Gateway.Registry().MustRegister(c)
+		}
+	}
 	if err != nil {
 		a.closeParts()
 		return nil, err
@@ -102,8 +127,36 @@ func (a *Assembled) Close() error {
 	return errors.Join(err, a.closeParts())
 }
 
+// startDiscovery refreshes on discovery's interval and puts every change
+// into the inventory until Close.
+func (a *Assembled) startDiscovery(inv *inventory) {
+	ctx, cancel := context.WithCancel(context.Background())
+	a.stopDisc, a.discDone = cancel, make(chan struct{})
+	go func() {
+		defer close(a.discDone)
+		done := make(chan struct{})
+		go func() { a.Discovery.Run(ctx); close(done) }()
+		for {
+			select {
+			case <-ctx.Done():
+				<-done
+				return
+			case <-a.Discovery.Changed():
+				inv.setDiscovered(a.Discovery.Nodes())
+			}
+		}
+	}()
+}
+
 func (a *Assembled) closeParts() error {
 	var errs []error
+	if a.Discovery != nil {
+		if a.stopDisc != nil {
+			a.stopDisc()
+			<-a.discDone
+		}
+		a.Discovery.Close()
+	}
 	if a.Audit != nil {
 		errs = append(errs, a.Audit.Close())
 	}

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sort"
 	"sync"
 	"time"
@@ -47,9 +48,10 @@ type Options struct {
 	// interactive login banners.
 	GPUUsage GPUUsage
 
-	// nodeKeys, if set, are the backend host keys Build already loaded
-	// for the cluster's inventory.
+	// nodeKeys and inv, if set, are the backend host keys and the node
+	// inventory Build made (for the cluster, and discovery).
 	nodeKeys *hostKeys
+	inv      *inventory
 }
 
 // Gateway is one frontdoor SSH server.
@@ -64,6 +66,7 @@ type Gateway struct {
 	ca       *ca.CA
 	hostKeys []ssh.Signer
 	nodeKeys *hostKeys
+	inv      *inventory
 	usage    GPUUsage // nil: banners show no GPU use
 	throttle *throttle.Throttle
 	metrics  *metrics
@@ -143,8 +146,12 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.closing, g.closeCancel = context.WithCancel(context.Background())
 	g.cluster = opts.Cluster
 	g.usage = opts.GPUUsage
+	g.inv = opts.inv
+	if g.inv == nil {
+		g.inv = newInventory(cfg.Nodes, nk, opts.Logger)
+	}
 	if g.router == nil {
-		g.router = NewRouter(cfg.Nodes, opts.Cluster)
+		g.router = newRouter(g.inv, opts.Cluster)
 	}
 	g.metrics.unauthenticated(g.admit.unauthenticated)
 	if g.cluster != nil {
@@ -424,6 +431,9 @@ type NodeInfo struct {
 	RecentlyRouted int       `json:"recently_routed"`
 	Score          float64   `json:"score"`         // lower is better
 	Here           int       `json:"sessions_here"` // through this gateway
+	// NotTaking says why a discovered node takes no new logins (HyperPod
+	// status); its live sessions go on.
+	NotTaking string `json:"not_taking,omitempty"`
 }
 
 // Nodes is the gateway's current view of the login nodes.
@@ -442,6 +452,10 @@ func (g *Gateway) Nodes() []NodeInfo {
 			MemPressure: n.MemPressure, RecentlyRouted: n.RecentlyRouted, Score: route.Score(n, g.cfg.Route.Weights),
 			Here: here[n.Name]})
 	}
+	for name, why := range g.inv.notTaking() {
+		out = append(out, NodeInfo{Name: name, NotTaking: why, Here: here[name]})
+	}
+	slices.SortFunc(out, func(a, b NodeInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 

@@ -45,14 +45,15 @@ type router struct {
 	ends map[string][]func()  // user/node → cluster session enders
 }
 
-// NewRouter routes over the gossip cluster if cl is non-nil, else over the
-// configured nodes (assumed healthy; load = this gateway's sessions).
-func NewRouter(nodes []config.Node, cl *cluster.Cluster) Router {
+// newRouter routes over the gossip cluster if cl is non-nil (which judges
+// health by the inventory), else over the inventory's nodes (assumed
+// healthy; load = this gateway's sessions).
+func newRouter(inv *inventory, cl *cluster.Cluster) Router {
 	r := &router{cl: cl, now: time.Now, fail: map[string]time.Time{}, ends: map[string][]func(){}}
 	if cl != nil {
 		r.src = cl
 	} else {
-		r.src = newStaticNodes(nodes, time.Now)
+		r.src = newStaticNodes(inv.list, time.Now)
 	}
 	return r
 }
@@ -138,7 +139,7 @@ func (r *router) NodeFailed(node string, _ error) {
 // assumed healthy (a failed login moves a node last for a while), with this
 // gateway's own session counts as their load and affinity kept locally.
 type staticNodes struct {
-	nodes []config.Node
+	nodes func() []config.Node // the inventory's current list
 	now   func() time.Time
 
 	mu       sync.Mutex                 // mu protects the following
@@ -147,7 +148,7 @@ type staticNodes struct {
 	affinity map[string]*route.Affinity // user → last node
 }
 
-func newStaticNodes(nodes []config.Node, now func() time.Time) *staticNodes {
+func newStaticNodes(nodes func() []config.Node, now func() time.Time) *staticNodes {
 	return &staticNodes{nodes: nodes, now: now, sessions: map[string]int{},
 		users: map[string]map[string]bool{}, affinity: map[string]*route.Affinity{}}
 }
@@ -156,8 +157,9 @@ func (s *staticNodes) Nodes() []route.Node {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]route.Node, 0, len(s.nodes))
-	for _, n := range s.nodes {
+	nodes := s.nodes()
+	out := make([]route.Node, 0, len(nodes))
+	for _, n := range nodes {
 		out = append(out, route.Node{Name: n.Name, Pool: n.Pool, Addr: n.Addr, Alive: true, SSHDUp: true,
 			HealthAt: now, CPUs: 1, MemAvailFrac: 1, Sessions: s.sessions[n.Name], Users: len(s.users[n.Name])})
 	}
