@@ -15,8 +15,8 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"strings"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
