@@ -23,9 +23,11 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -85,7 +87,11 @@ func main() {
 		}
 		o.idle = append(o.idle, n)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
+	// ^C or SIGTERM ends the run through its cleanup (gateway, socat,
+	// sshd, cgroups, the source file).
+	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(sig, 90*time.Minute)
 	defer cancel()
 	r, err := run(ctx, o)
 	if err != nil {

@@ -459,6 +459,11 @@ func (b *bench) idle(ctx context.Context, r *result) error {
 		if err != nil {
 			return err
 		}
+		if b.o.profile {
+			if err := b.saveIdleProfiles(ctx, r, n); err != nil {
+				return err
+			}
+		}
 		row.OpenSeconds = time.Since(start).Seconds()
 		row.RSSKiB = float64(rssAfter-rssBefore) / float64(n)
 		row.LiveKiB = (liveAfter - liveBefore) / 1024 / float64(n)
@@ -467,6 +472,31 @@ func (b *bench) idle(ctx context.Context, r *result) error {
 		row.LoadEnd = loadNow()
 		r.Idle = append(r.Idle, row)
 		log.Printf("idle %d: rss %.1f KiB, live %.1f KiB, %.1f goroutines per session (machine-wide %.0f KiB)", n, row.RSSKiB, row.LiveKiB, row.Goroutines, row.MachineKiB)
+	}
+	return nil
+}
+
+// saveIdleProfiles keeps the gateway's live heap and goroutines with n
+// idle sessions: what an idle session holds, and where.
+func (b *bench) saveIdleProfiles(ctx context.Context, r *result, n int) error {
+	label := b.o.label
+	if label == "" {
+		label = "run"
+	}
+	dir := filepath.Join(b.o.out, "profiles")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, kind := range []string{"heap", "goroutine"} {
+		body, err := harness.AdminGet(ctx, b.adminSock, "/debug/pprof/"+kind+"?gc=1")
+		if err != nil {
+			return err
+		}
+		name := fmt.Sprintf("%s-idle%d-%s.pprof", label, n, kind)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+		r.Profiles = append(r.Profiles, "profiles/"+name)
 	}
 	return nil
 }

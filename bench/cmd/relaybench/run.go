@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
@@ -212,6 +213,7 @@ func setup(ctx context.Context, o options) (*bench, func(), error) {
 	}
 	b.gw = exec.Command(bin, "gateway", "--config", cfgPath)
 	b.gw.Stderr = os.Stderr
+	b.gw.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := b.gw.Start(); err != nil {
 		return nil, cleanup, err
 	}
@@ -230,6 +232,7 @@ func setup(ctx context.Context, o options) (*bench, func(), error) {
 	b.socatAddr = fmt.Sprintf("127.0.0.1:%d", sport)
 	b.socat = exec.Command("socat", fmt.Sprintf("TCP-LISTEN:%d,bind=127.0.0.1,fork,reuseaddr,backlog=1024", sport), "TCP:"+b.node.Addr())
 	b.socat.Stderr = os.Stderr
+	b.socat.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := b.socat.Start(); err != nil {
 		return nil, cleanup, err
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"sync"
 )
 
 // debugTransport if set, will print packet types as they go over the
@@ -40,8 +41,15 @@ type transport struct {
 
 	bufReader *bufio.Reader
 	bufWriter *bufio.Writer
-	rand      io.Reader
-	isClient  bool
+
+	// rd is what bufReader reads from; small is the transport's own
+	// small reader while bufReader is a stream reader; lastLen is the
+	// length of the last packet read (see pickReader).
+	rd       io.Reader
+	small    *bufio.Reader
+	lastLen  int
+	rand     io.Reader
+	isClient bool
 	io.Closer
 
 	strictMode     bool
@@ -121,10 +129,12 @@ func (t *transport) printPacket(p []byte, write bool) {
 // Read and decrypt next packet.
 func (t *transport) readPacket() (p []byte, err error) {
 	for {
+		t.pickReader()
 		p, err = t.reader.readPacket(t.bufReader, t.strictMode)
 		if err != nil {
 			break
 		}
+		t.lastLen = len(p)
 		// in strict mode we pass through DEBUG and IGNORE packets only during the initial KEX
 		if len(p) == 0 || (t.strictMode && !t.initialKEXDone) || (p[0] != msgIgnore && p[0] != msgDebug) {
 			break
@@ -135,6 +145,41 @@ func (t *transport) readPacket() (p []byte, err error) {
 	}
 
 	return p, err
+}
+
+// streamReadSize is the read buffer of a connection receiving bulk data.
+// The transport's own 4 KiB reader takes two read syscalls per 32 KiB
+// packet (one refill for the length, one direct read for the rest); a
+// 64 KiB reader takes about one per two packets. Idle connections keep only
+// the small reader: the stream reader is borrowed from a pool while large
+// packets arrive and returned when small ones do.
+const streamReadSize = 64 << 10
+
+var streamReaders sync.Pool // *bufio.Reader of streamReadSize
+
+// pickReader switches between the small and the stream reader at a packet
+// boundary where nothing is buffered: to the stream reader after a packet
+// that did not fit the small buffer, back after one that did.
+func (t *transport) pickReader() {
+	if t.rd == nil || t.bufReader.Buffered() != 0 {
+		return
+	}
+	streaming := t.small != nil
+	switch {
+	case !streaming && t.lastLen > t.bufReader.Size():
+		r, _ := streamReaders.Get().(*bufio.Reader)
+		if r == nil {
+			r = bufio.NewReaderSize(t.rd, streamReadSize)
+		} else {
+			r.Reset(t.rd)
+		}
+		t.small, t.bufReader = t.bufReader, r
+	case streaming && t.lastLen <= t.small.Size():
+		r := t.bufReader
+		t.bufReader, t.small = t.small, nil
+		r.Reset(nil)
+		streamReaders.Put(r)
+	}
 }
 
 func (s *connectionState) readPacket(r *bufio.Reader, strictMode bool) ([]byte, error) {
@@ -215,6 +260,7 @@ func newTransport(rwc io.ReadWriteCloser, rand io.Reader, isClient bool) *transp
 	t := &transport{
 		bufReader: bufio.NewReader(rwc),
 		bufWriter: bufio.NewWriter(rwc),
+		rd:        rwc,
 		rand:      rand,
 		reader: connectionState{
 			packetCipher:     &streamPacketCipher{cipher: noneCipher{}},
