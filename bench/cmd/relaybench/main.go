@@ -41,6 +41,7 @@ type options struct {
 	rateWorkers     int
 	profile         bool
 	only            string
+	baselineBin     string
 }
 
 func main() {
@@ -57,7 +58,11 @@ func main() {
 	flag.IntVar(&o.rateWorkers, "rate-workers", 8, "concurrent logins in the new-sessions test")
 	flag.BoolVar(&o.profile, "profile", false, "capture gateway CPU and allocation profiles (extra transfers, not measured)")
 	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: transfer,latency,rate,idle,profile")
+	flag.StringVar(&o.baselineBin, "baseline-bin", "", "a second frontdoor binary (e.g. the build before a change), measured as path frontdoor-baseline in the same run")
 	flag.Parse()
+	if o.baselineBin != "" {
+		paths = append(paths, pathBaseline)
+	}
 	def := func(v *int, full, quick int) {
 		if *v == 0 {
 			*v = full

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,6 +104,8 @@ func (b *bench) transfers(ctx context.Context, r *result) error {
 						row.GatewayCPU += (after.gw - before.gw) / gib
 					case pathSocat:
 						row.ForwarderCPU += (after.socat - before.socat) / gib
+					case pathBaseline:
+						row.GatewayCPU += (after.base - before.base) / gib
 					}
 				}
 			}
@@ -174,6 +177,8 @@ func (b *bench) login(ctx context.Context, p string) error {
 		addr, key = b.gwAddr, b.keys.HostPublicKey
 	case pathSocat:
 		addr = b.socatAddr
+	case pathBaseline:
+		addr, key = b.base.addr, b.keys.HostPublicKey
 	}
 	c, err := harness.DialSSH(ctx, addr, b.user.Name, key, ssh.PublicKeys(b.user.Signer))
 	if err != nil {
@@ -203,7 +208,9 @@ func (b *bench) rate(ctx context.Context, r *result, prof string) error {
 		loadSamples []float64
 	}
 	res := map[string]*acc{}
-	order := []string{pathDirect, pathFrontdoor, pathSocat, pathSocat, pathFrontdoor, pathDirect}
+	rev := slices.Clone(paths)
+	slices.Reverse(rev)
+	order := append(slices.Clone(paths), rev...)
 	half := time.Duration(b.o.rateSeconds / 2 * float64(time.Second))
 	if prof != "" {
 		order, half = []string{pathFrontdoor}, 8*time.Second
@@ -269,6 +276,9 @@ func (b *bench) rate(ctx context.Context, r *result, prof string) error {
 		a.sshd += after.sshd - before.sshd
 		if p == pathFrontdoor {
 			a.gw += after.gw - before.gw
+		}
+		if p == pathBaseline {
+			a.gw += after.base - before.base
 		}
 		if p == pathSocat {
 			a.socatCPU += after.socat - before.socat

@@ -245,14 +245,15 @@ func plot(r *result) string {
 	}
 	maxV = float64(int(maxV/50)+1) * 50
 	const (
-		w, h           = 760, 380
+		h              = 380
 		left, right    = 60, 20
 		top, bottom    = 50, 80
 		barW, barGap   = 40, 6
 		plotH          = h - top - bottom
 		groupsInnerPad = 30
 	)
-	colors := map[string]string{pathDirect: "#4c72b0", pathFrontdoor: "#dd8452", pathSocat: "#55a868"}
+	w := left + right + 40 + len(groups)*(len(paths)*(barW+barGap)+groupsInnerPad)
+	colors := map[string]string{pathDirect: "#4c72b0", pathFrontdoor: "#dd8452", pathSocat: "#55a868", pathBaseline: "#8172b3"}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w, h)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
@@ -283,7 +284,7 @@ func plot(r *result) string {
 			x0+float64(len(paths)*(barW+barGap))/2, top+plotH+18, html.EscapeString(name), x0+float64(len(paths)*(barW+barGap))/2, top+plotH+34, g.dir)
 	}
 	for i, p := range paths {
-		x := left + i*130
+		x := left + i*160
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="14" height="14" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", x, h-22, colors[p], x+20, h-10, p)
 	}
 	b.WriteString("</svg>\n")

@@ -23,6 +23,9 @@ const (
 	pathDirect    = "direct"
 	pathFrontdoor = "frontdoor"
 	pathSocat     = "socat"
+	// pathBaseline is a second gateway (--baseline-bin, e.g. the build
+	// before a change), measured in the same run, interleaved.
+	pathBaseline = "frontdoor-baseline"
 )
 
 var paths = []string{pathDirect, pathFrontdoor, pathSocat}
@@ -55,6 +58,15 @@ type bench struct {
 	keys      *harness.ClusterKeys
 	// CPU accounting for the whole process trees.
 	gwCPU, sshdCPU, socatCPU *cpuGroup
+	// The baseline gateway, with --baseline-bin.
+	base *gatewayProc
+}
+
+type gatewayProc struct {
+	cmd   *exec.Cmd
+	addr  string
+	admin string
+	cpu   *cpuGroup
 }
 
 func (b *bench) sshArgs(path, cipher string) []string {
@@ -64,6 +76,8 @@ func (b *bench) sshArgs(path, cipher string) []string {
 		host, port = splitAddr(b.gwAddr)
 	case pathSocat:
 		host, port = splitAddr(b.socatAddr)
+	case pathBaseline:
+		host, port = splitAddr(b.base.addr)
 	}
 	a := []string{"-F", "/dev/null", "-o", "UserKnownHostsFile=" + b.kh, "-o", "StrictHostKeyChecking=yes",
 		"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-i", b.user.KeyPath,
@@ -172,7 +186,7 @@ func setup(ctx context.Context, o options) (*bench, func(), error) {
 	for _, g := range []struct {
 		into **cpuGroup
 		name string
-	}{{&b.gwCPU, "gateway"}, {&b.sshdCPU, "sshd"}, {&b.socatCPU, "socat"}} {
+	}{{&b.sshdCPU, "sshd"}, {&b.socatCPU, "socat"}} {
 		cg, err := newCPUGroup(g.name)
 		if err != nil {
 			return nil, cleanup, err
@@ -190,39 +204,19 @@ func setup(ctx context.Context, o options) (*bench, func(), error) {
 	if err := harness.WriteUsersFile(usersFile, b.user); err != nil {
 		return nil, cleanup, err
 	}
-	port, err := harness.FreePort("127.0.0.1")
+	gw, err := b.startGateway(ctx, "gw", bin, usersFile, &undo)
 	if err != nil {
 		return nil, cleanup, err
 	}
-	b.gwAddr = fmt.Sprintf("127.0.0.1:%d", port)
-	b.adminSock = filepath.Join(dir, "gw", "admin.sock")
-	cfgPath, err := harness.WriteGatewayConfig(filepath.Join(dir, "gw"), harness.GatewayConfig{
-		Listen: b.gwAddr, AdminSocket: b.adminSock,
-		GatewayExtra: map[string]any{
-			"admin_pprof":     true, // profiles, and liveMemory forces GCs through it
-			"max_connections": 20000,
-			// Thousands of logins from 127.0.0.1: admission control is not
-			// what is measured.
-			"admission_exempt": []string{"127.0.0.0/8"},
-			"max_startups":     1000,
-		},
-		Keys: b.keys, Nodes: []harness.NodeEntry{b.node.Entry("general")}, UsersFile: usersFile, LogLevel: "warn",
-	})
-	if err != nil {
-		return nil, cleanup, err
-	}
-	b.gw = exec.Command(bin, "gateway", "--config", cfgPath)
-	b.gw.Stderr = os.Stderr
-	b.gw.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := b.gw.Start(); err != nil {
-		return nil, cleanup, err
-	}
-	undo = append(undo, func() { b.gw.Process.Kill(); b.gw.Wait() })
-	if err := b.gwCPU.add(b.gw.Process.Pid); err != nil {
-		return nil, cleanup, err
-	}
-	if err := waitListening(ctx, b.gwAddr); err != nil {
-		return nil, cleanup, fmt.Errorf("gateway did not start: %w", err)
+	b.gw, b.gwAddr, b.adminSock, b.gwCPU = gw.cmd, gw.addr, gw.admin, gw.cpu
+	if o.baselineBin != "" {
+		bbin, err := filepath.Abs(o.baselineBin)
+		if err != nil {
+			return nil, cleanup, err
+		}
+		if b.base, err = b.startGateway(ctx, "gw-baseline", bbin, usersFile, &undo); err != nil {
+			return nil, cleanup, fmt.Errorf("baseline gateway: %w", err)
+		}
 	}
 
 	sport, err := harness.FreePort("127.0.0.1")
@@ -247,6 +241,9 @@ func setup(ctx context.Context, o options) (*bench, func(), error) {
 	b.kh = filepath.Join(dir, "known_hosts")
 	lines := harness.KnownHostsLine(b.gwAddr, b.keys.HostPublicKey) + "\n" + b.node.KnownHostsLine() + "\n" +
 		harness.KnownHostsLine(b.socatAddr, b.node.HostKey()) + "\n"
+	if b.base != nil {
+		lines += harness.KnownHostsLine(b.base.addr, b.keys.HostPublicKey) + "\n"
+	}
 	if err := os.WriteFile(b.kh, []byte(lines), 0o644); err != nil {
 		return nil, cleanup, err
 	}
@@ -257,6 +254,49 @@ func setup(ctx context.Context, o options) (*bench, func(), error) {
 	}
 	undo = append(undo, func() { os.Remove(b.src) })
 	return b, cleanup, nil
+}
+
+// startGateway runs bin as a gateway in front of the node, its CPU
+// accounted in its own cgroup.
+func (b *bench) startGateway(ctx context.Context, name, bin, usersFile string, undo *[]func()) (*gatewayProc, error) {
+	port, err := harness.FreePort("127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	g := &gatewayProc{addr: fmt.Sprintf("127.0.0.1:%d", port), admin: filepath.Join(b.dir, name, "admin.sock")}
+	cfgPath, err := harness.WriteGatewayConfig(filepath.Join(b.dir, name), harness.GatewayConfig{
+		Listen: g.addr, AdminSocket: g.admin,
+		GatewayExtra: map[string]any{
+			"admin_pprof":     true, // profiles, and liveMemory forces GCs through it
+			"max_connections": 20000,
+			// Thousands of logins from 127.0.0.1: admission control is not
+			// what is measured.
+			"admission_exempt": []string{"127.0.0.0/8"},
+			"max_startups":     1000,
+		},
+		Keys: b.keys, Nodes: []harness.NodeEntry{b.node.Entry("general")}, UsersFile: usersFile, LogLevel: "warn",
+	})
+	if err != nil {
+		return nil, err
+	}
+	if g.cpu, err = newCPUGroup(name); err != nil {
+		return nil, err
+	}
+	*undo = append(*undo, g.cpu.remove)
+	g.cmd = exec.Command(bin, "gateway", "--config", cfgPath)
+	g.cmd.Stderr = os.Stderr
+	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := g.cmd.Start(); err != nil {
+		return nil, err
+	}
+	*undo = append(*undo, func() { g.cmd.Process.Kill(); g.cmd.Wait() })
+	if err := g.cpu.add(g.cmd.Process.Pid); err != nil {
+		return nil, err
+	}
+	if err := waitListening(ctx, g.addr); err != nil {
+		return nil, fmt.Errorf("gateway %s did not start: %w", name, err)
+	}
+	return g, nil
 }
 
 func waitListening(ctx context.Context, addr string) error {
@@ -286,14 +326,17 @@ func waitNoChildren(ctx context.Context, pid int) error {
 
 // cpuSample is the CPU seconds so far of the gateway, of sshd with every
 // session process it forked, and of socat with its per-connection children.
-type cpuSample struct{ gw, sshd, socat float64 }
+type cpuSample struct{ gw, base, sshd, socat float64 }
 
 func (b *bench) cpuNow() (cpuSample, error) {
 	var s cpuSample
-	var e [3]error
+	var e [4]error
 	s.gw, e[0] = b.gwCPU.seconds()
 	s.sshd, e[1] = b.sshdCPU.seconds()
 	s.socat, e[2] = b.socatCPU.seconds()
+	if b.base != nil {
+		s.base, e[3] = b.base.cpu.seconds()
+	}
 	return s, errors.Join(e[:]...)
 }
 
