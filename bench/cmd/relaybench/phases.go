@@ -95,17 +95,21 @@ func (b *bench) transfers(ctx context.Context, r *result) error {
 						return err
 					}
 					row.MiBs = append(row.MiBs, v)
-					log.Printf("  %s %s %s: %.0f MiB/s, cpu gw %.2f sshd %.2f socat %.2f client %.2f s", c.name, dirName(up), p, v,
-						after.gw-before.gw, after.sshd-before.sshd, after.socat-before.socat, ccpu)
+					log.Printf("  %s %s %s: %.0f MiB/s, cpu gw %.2f baseline %.2f sshd %.2f socat %.2f client %.2f s", c.name, dirName(up), p, v,
+						after.gw-before.gw, after.base-before.base, after.sshd-before.sshd, after.socat-before.socat, ccpu)
 					row.SSHDCPU += (after.sshd - before.sshd) / gib
 					row.ClientCPU += ccpu / gib
 					switch p {
 					case pathFrontdoor:
 						row.GatewayCPU += (after.gw - before.gw) / gib
+						row.GatewayReads += float64(after.gwSys[0]-before.gwSys[0]) / float64(b.o.sizeMiB)
+						row.GatewayWrites += float64(after.gwSys[1]-before.gwSys[1]) / float64(b.o.sizeMiB)
 					case pathSocat:
 						row.ForwarderCPU += (after.socat - before.socat) / gib
 					case pathBaseline:
 						row.GatewayCPU += (after.base - before.base) / gib
+						row.GatewayReads += float64(after.baseSys[0]-before.baseSys[0]) / float64(b.o.sizeMiB)
+						row.GatewayWrites += float64(after.baseSys[1]-before.baseSys[1]) / float64(b.o.sizeMiB)
 					}
 				}
 			}
@@ -118,8 +122,10 @@ func (b *bench) transfers(ctx context.Context, r *result) error {
 				row.SSHDCPU /= n
 				row.ClientCPU /= n
 				row.ForwarderCPU /= n
+				row.GatewayReads /= n
+				row.GatewayWrites /= n
 				r.Transfers = append(r.Transfers, *row)
-				log.Printf("%s %s %-9s %v MiB/s ×%.2f  gw %.2f sshd %.2f s/GiB", c.name, dirName(up), p, fmtList(row.MiBs), row.Ratio, row.GatewayCPU, row.SSHDCPU)
+				log.Printf("%s %s %-9s %v MiB/s ×%.2f  gw %.2f sshd %.2f s/GiB, gw syscalls/MiB %.0f r %.0f w", c.name, dirName(up), p, fmtList(row.MiBs), row.Ratio, row.GatewayCPU, row.SSHDCPU, row.GatewayReads, row.GatewayWrites)
 			}
 		}
 	}

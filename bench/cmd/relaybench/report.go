@@ -36,6 +36,10 @@ type transferRow struct {
 	SSHDCPU      float64 `json:"sshd_cpu_s_per_gib"`
 	ClientCPU    float64 `json:"client_cpu_s_per_gib"`
 	ForwarderCPU float64 `json:"socat_cpu_s_per_gib,omitempty"`
+	// The gateway's read and write syscalls per MiB moved (all its
+	// sockets; both legs).
+	GatewayReads  float64 `json:"gateway_read_syscalls_per_mib,omitempty"`
+	GatewayWrites float64 `json:"gateway_write_syscalls_per_mib,omitempty"`
 }
 
 type latencyRow struct {
@@ -166,10 +170,14 @@ func markdown(r *result) string {
 		r.LoadStart.L1, r.LoadStart.L5, r.LoadStart.L15, r.LoadEnd.L1, r.LoadEnd.L5, r.LoadEnd.L15, r.OpenSSH, r.GoVersion)
 	if len(r.Transfers) > 0 {
 		fmt.Fprintf(&b, "Throughput, %d MiB per transfer, median of %d, paths interleaved:\n\n", r.SizeMiB, r.Reps)
-		fmt.Fprintf(&b, "| cipher | dir | path | MiB/s (runs) | ×direct | gateway CPU s/GiB | sshd CPU s/GiB | client CPU s/GiB | socat CPU s/GiB |\n|---|---|---|---|---|---|---|---|---|\n")
+		fmt.Fprintf(&b, "| cipher | dir | path | MiB/s (runs) | ×direct | gateway CPU s/GiB | gateway syscalls/MiB (read+write) | sshd CPU s/GiB | client CPU s/GiB | socat CPU s/GiB |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, t := range r.Transfers {
-			fmt.Fprintf(&b, "| %s | %s | %s | %.0f (%s) | %.2f | %s | %.2f | %.2f | %s |\n", t.Cipher, t.Direction, t.Path, t.Median, fmtList(t.MiBs), t.Ratio,
-				blank(t.GatewayCPU), t.SSHDCPU, t.ClientCPU, blank(t.ForwarderCPU))
+			sys := ""
+			if t.GatewayReads+t.GatewayWrites > 0 {
+				sys = fmt.Sprintf("%.0f + %.0f", t.GatewayReads, t.GatewayWrites)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %.0f (%s) | %.2f | %s | %s | %.2f | %.2f | %s |\n", t.Cipher, t.Direction, t.Path, t.Median, fmtList(t.MiBs), t.Ratio,
+				blank(t.GatewayCPU), sys, t.SSHDCPU, t.ClientCPU, blank(t.ForwarderCPU))
 		}
 		b.WriteString("\n")
 	}

@@ -326,10 +326,19 @@ func waitNoChildren(ctx context.Context, pid int) error {
 
 // cpuSample is the CPU seconds so far of the gateway, of sshd with every
 // session process it forked, and of socat with its per-connection children.
-type cpuSample struct{ gw, base, sshd, socat float64 }
+type cpuSample struct {
+	gw, base, sshd, socat float64
+	// Read and write syscalls so far of the gateway and the baseline
+	// (/proc/PID/io): a figure machine load does not inflate.
+	gwSys, baseSys [2]int64
+}
 
 func (b *bench) cpuNow() (cpuSample, error) {
 	var s cpuSample
+	s.gwSys = syscallCounts(b.gw.Process.Pid)
+	if b.base != nil {
+		s.baseSys = syscallCounts(b.base.cmd.Process.Pid)
+	}
 	var e [4]error
 	s.gw, e[0] = b.gwCPU.seconds()
 	s.sshd, e[1] = b.sshdCPU.seconds()
@@ -338,6 +347,26 @@ func (b *bench) cpuNow() (cpuSample, error) {
 		s.base, e[3] = b.base.cpu.seconds()
 	}
 	return s, errors.Join(e[:]...)
+}
+
+// syscallCounts is syscr and syscw from /proc/PID/io.
+func syscallCounts(pid int) [2]int64 {
+	var c [2]int64
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return c
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch {
+		case ok && k == "syscr":
+			c[0] = n
+		case ok && k == "syscw":
+			c[1] = n
+		}
+	}
+	return c
 }
 
 // settle waits until the sessions of the last transfer have ended on the
