@@ -383,7 +383,8 @@ func (b *bench) profiles(ctx context.Context, r *result) error {
 	return nil
 }
 
-// idle opens sessions through the gateway (a command each that sleeps:
+// idle opens sessions through the gateway (a command each that waits on
+// its stdin, so it ends with the session instead of outliving it:
 // connected, authenticated, one open session channel, no data), growing to
 // each count in turn, and records the gateway's memory and goroutine growth
 // per session. A count the machine cannot hold (processes, memory) is
@@ -439,7 +440,7 @@ func (b *bench) idle(ctx context.Context, r *result) error {
 					if err == nil {
 						var s *ssh.Session
 						if s, err = c.NewSession(); err == nil {
-							err = s.Start("sleep 7200")
+							err = s.Start("cat > /dev/null")
 						}
 						mu.Lock()
 						clients = append(clients, c)

@@ -196,7 +196,7 @@ func markdown(r *result) string {
 		b.WriteString("\n")
 	}
 	if len(r.Idle) > 0 {
-		fmt.Fprintf(&b, "Idle sessions through the gateway (one `sleep` session channel each):\n\n| sessions | gateway live KiB/session | gateway RSS KiB/session | goroutines/session | machine KiB/session | load start→end |\n|---|---|---|---|---|---|\n")
+		fmt.Fprintf(&b, "Idle sessions through the gateway (one session channel each, running `cat` on its idle stdin):\n\n| sessions | gateway live KiB/session | gateway RSS KiB/session | goroutines/session | machine KiB/session | load start→end |\n|---|---|---|---|---|---|\n")
 		for _, i := range r.Idle {
 			if i.Skipped != "" {
 				fmt.Fprintf(&b, "| %d | skipped: %s | | | | |\n", i.Sessions, i.Skipped)
