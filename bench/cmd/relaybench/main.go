@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,6 +43,7 @@ type options struct {
 	profile         bool
 	only            string
 	baselineBin     string
+	baselineEnv     string
 }
 
 func main() {
@@ -59,7 +61,12 @@ func main() {
 	flag.BoolVar(&o.profile, "profile", false, "capture gateway CPU and allocation profiles (extra transfers, not measured)")
 	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: transfer,latency,rate,idle,profile")
 	flag.StringVar(&o.baselineBin, "baseline-bin", "", "a second frontdoor binary (e.g. the build before a change), measured as path frontdoor-baseline in the same run")
+	flag.StringVar(&o.baselineEnv, "baseline-env", "", "environment for the baseline gateway, comma-separated KEY=VALUE (e.g. GOMAXPROCS=1, to compare settings of one binary)")
+	onlyCipher := flag.String("cipher", "", "measure only ciphers whose name contains this (e.g. aes128)")
 	flag.Parse()
+	if *onlyCipher != "" {
+		ciphers = slices.DeleteFunc(ciphers, func(c struct{ name, flag string }) bool { return !strings.Contains(c.name, *onlyCipher) })
+	}
 	if o.baselineBin != "" {
 		paths = append(paths, pathBaseline)
 	}

@@ -32,10 +32,14 @@ type transferRow struct {
 	// CPU seconds per GiB moved, averaged over the runs: the gateway
 	// process (frontdoor path), the node's sshd with the command it ran
 	// (every path), the ssh client, and socat (socat path).
-	GatewayCPU   float64 `json:"gateway_cpu_s_per_gib,omitempty"`
-	SSHDCPU      float64 `json:"sshd_cpu_s_per_gib"`
-	ClientCPU    float64 `json:"client_cpu_s_per_gib"`
-	ForwarderCPU float64 `json:"socat_cpu_s_per_gib,omitempty"`
+	GatewayCPU float64 `json:"gateway_cpu_s_per_gib,omitempty"`
+	// Per run, and their median (one slow run, e.g. the machine's load
+	// spiking, weighs on the mean).
+	GatewayCPURuns   []float64 `json:"gateway_cpu_s_per_gib_runs,omitempty"`
+	GatewayCPUMedian float64   `json:"gateway_cpu_s_per_gib_median,omitempty"`
+	SSHDCPU          float64   `json:"sshd_cpu_s_per_gib"`
+	ClientCPU        float64   `json:"client_cpu_s_per_gib"`
+	ForwarderCPU     float64   `json:"socat_cpu_s_per_gib,omitempty"`
 	// The gateway's read and write syscalls per MiB moved (all its
 	// sockets; both legs).
 	GatewayReads  float64 `json:"gateway_read_syscalls_per_mib,omitempty"`
@@ -170,14 +174,18 @@ func markdown(r *result) string {
 		r.LoadStart.L1, r.LoadStart.L5, r.LoadStart.L15, r.LoadEnd.L1, r.LoadEnd.L5, r.LoadEnd.L15, r.OpenSSH, r.GoVersion)
 	if len(r.Transfers) > 0 {
 		fmt.Fprintf(&b, "Throughput, %d MiB per transfer, median of %d, paths interleaved:\n\n", r.SizeMiB, r.Reps)
-		fmt.Fprintf(&b, "| cipher | dir | path | MiB/s (runs) | ×direct | gateway CPU s/GiB | gateway syscalls/MiB (read+write) | sshd CPU s/GiB | client CPU s/GiB | socat CPU s/GiB |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		fmt.Fprintf(&b, "| cipher | dir | path | MiB/s (runs) | ×direct | gateway CPU s/GiB mean (median) | gateway syscalls/MiB (read+write) | sshd CPU s/GiB | client CPU s/GiB | socat CPU s/GiB |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, t := range r.Transfers {
 			sys := ""
 			if t.GatewayReads+t.GatewayWrites > 0 {
 				sys = fmt.Sprintf("%.0f + %.0f", t.GatewayReads, t.GatewayWrites)
 			}
+			gcpu := blank(t.GatewayCPU)
+			if t.GatewayCPUMedian > 0 {
+				gcpu += fmt.Sprintf(" (%.2f)", t.GatewayCPUMedian)
+			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %.0f (%s) | %.2f | %s | %s | %.2f | %.2f | %s |\n", t.Cipher, t.Direction, t.Path, t.Median, fmtList(t.MiBs), t.Ratio,
-				blank(t.GatewayCPU), sys, t.SSHDCPU, t.ClientCPU, blank(t.ForwarderCPU))
+				gcpu, sys, t.SSHDCPU, t.ClientCPU, blank(t.ForwarderCPU))
 		}
 		b.WriteString("\n")
 	}

@@ -204,7 +204,7 @@ func setup(ctx context.Context, o options) (*bench, func(), error) {
 	if err := harness.WriteUsersFile(usersFile, b.user); err != nil {
 		return nil, cleanup, err
 	}
-	gw, err := b.startGateway(ctx, "gw", bin, usersFile, &undo)
+	gw, err := b.startGateway(ctx, "gw", bin, usersFile, nil, &undo)
 	if err != nil {
 		return nil, cleanup, err
 	}
@@ -214,7 +214,11 @@ func setup(ctx context.Context, o options) (*bench, func(), error) {
 		if err != nil {
 			return nil, cleanup, err
 		}
-		if b.base, err = b.startGateway(ctx, "gw-baseline", bbin, usersFile, &undo); err != nil {
+		var env []string
+		if o.baselineEnv != "" {
+			env = strings.Split(o.baselineEnv, ",")
+		}
+		if b.base, err = b.startGateway(ctx, "gw-baseline", bbin, usersFile, env, &undo); err != nil {
 			return nil, cleanup, fmt.Errorf("baseline gateway: %w", err)
 		}
 	}
@@ -258,7 +262,7 @@ func setup(ctx context.Context, o options) (*bench, func(), error) {
 
 // startGateway runs bin as a gateway in front of the node, its CPU
 // accounted in its own cgroup.
-func (b *bench) startGateway(ctx context.Context, name, bin, usersFile string, undo *[]func()) (*gatewayProc, error) {
+func (b *bench) startGateway(ctx context.Context, name, bin, usersFile string, env []string, undo *[]func()) (*gatewayProc, error) {
 	port, err := harness.FreePort("127.0.0.1")
 	if err != nil {
 		return nil, err
@@ -285,6 +289,7 @@ func (b *bench) startGateway(ctx context.Context, name, bin, usersFile string, u
 	*undo = append(*undo, g.cpu.remove)
 	g.cmd = exec.Command(bin, "gateway", "--config", cfgPath)
 	g.cmd.Stderr = os.Stderr
+	g.cmd.Env = append(os.Environ(), env...)
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := g.cmd.Start(); err != nil {
 		return nil, err
