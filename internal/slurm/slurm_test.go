@@ -1,7 +1,9 @@
 package slurm
 
 // Tests against a real Slurm (test/harness/slurm): one cluster per test
-// binary, started in TestMain. Run them in a network namespace:
+// binary, on free ports, started by the first test that needs it and
+// stopped in TestMain. Slurm's daemons bind the wildcard address, so on a
+// shared machine run them in a network namespace of your own:
 //
 //	ip netns exec fd-NAME env PATH=$PATH go test -race ./internal/slurm/
 
