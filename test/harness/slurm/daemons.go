@@ -204,6 +204,9 @@ func (s *Slurm) Close() error {
 	}
 	s.mu.Unlock()
 	var errs []error
+	for _, name := range startOrder {
+		_ = s.ResumeDaemon(name) // a test may have left one paused
+	}
 	if s.Running(SlurmCtld) {
 		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 		if err := s.CancelAll(ctx); err != nil {
