@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -34,6 +35,7 @@ import (
 
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
+	"golang.org/x/crypto/ssh"
 )
 
 func main() {
@@ -161,9 +163,13 @@ type bench struct {
 	o       opts
 	rnd     *mrand.Rand
 	key     string
-	gws     []*cluster.Cluster
-	agents  []*agentSim
-	rcfg    route.Config
+	// gatewayKey seals gateway state and inv judges the agents' signed
+	// health, as in production: the figures include that cost.
+	gatewayKey string
+	inv        *benchInventory
+	gws        []*cluster.Cluster
+	agents     []*agentSim
+	rcfg       route.Config
 }
 
 func run(ctx context.Context, o opts) error {
@@ -174,6 +180,10 @@ func run(ctx context.Context, o opts) error {
 		return err
 	}
 	b.key = base64.StdEncoding.EncodeToString(k)
+	gk := make([]byte, 32)
+	rand.Read(gk)
+	b.gatewayKey = base64.StdEncoding.EncodeToString(gk)
+	b.inv = &benchInventory{keys: map[string]ssh.PublicKey{}}
 	defer b.close()
 
 	res := Result{Targets: Targets{HealthP99MS: 1000, DeadNodeMS: 5000, MaxOnMean: 1.15, StickyPercent: 100}}
@@ -262,6 +272,44 @@ func run(ctx context.Context, o opts) error {
 	return nil
 }
 
+// benchInventory lists every simulated node at NAME:22 in pool general,
+// with a host key made for it.
+type benchInventory struct {
+	mu   sync.Mutex
+	keys map[string]ssh.PublicKey
+}
+
+func (inv *benchInventory) add(name string) (ssh.Signer, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	s, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		return nil, err
+	}
+	inv.mu.Lock()
+	inv.keys[name] = s.PublicKey()
+	inv.mu.Unlock()
+	return s, nil
+}
+
+func (inv *benchInventory) Node(name string) (cluster.InventoryNode, bool) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	_, ok := inv.keys[name]
+	return cluster.InventoryNode{Name: name, Addr: name + ":22", Pool: "general"}, ok
+}
+
+func (inv *benchInventory) CheckHostKey(name string, key ssh.PublicKey) error {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if k, ok := inv.keys[name]; !ok || string(k.Marshal()) != string(key.Marshal()) {
+		return errors.New("not the node's host key")
+	}
+	return nil
+}
+
 func (b *bench) memberConfig(name string, join ...string) cluster.Config {
 	c := cluster.DefaultConfig()
 	c.Name = name
@@ -280,7 +328,9 @@ func (b *bench) startCluster(ctx context.Context, agentsUp func()) error {
 		if i > 0 {
 			join = []string{b.gws[0].LocalAddr()}
 		}
-		c, err := cluster.Start(ctx, b.memberConfig(fmt.Sprintf("gw%d", i+1), join...), cluster.Options{Role: cluster.RoleGateway, Logger: log})
+		cfg := b.memberConfig(fmt.Sprintf("gw%d", i+1), join...)
+		cfg.GatewayKeys = []string{b.gatewayKey}
+		c, err := cluster.Start(ctx, cfg, cluster.Options{Role: cluster.RoleGateway, Logger: log, Inventory: b.inv})
 		if err != nil {
 			return err
 		}
@@ -289,7 +339,11 @@ func (b *bench) startCluster(ctx context.Context, agentsUp func()) error {
 	for i := range b.o.agents {
 		seed := b.gws[i%len(b.gws)].LocalAddr()
 		name := fmt.Sprintf("login%02d", i+1)
-		c, err := cluster.Start(ctx, b.memberConfig(name, seed), cluster.Options{Role: cluster.RoleAgent, Logger: log})
+		hk, err := b.inv.add(name)
+		if err != nil {
+			return err
+		}
+		c, err := cluster.Start(ctx, b.memberConfig(name, seed), cluster.Options{Role: cluster.RoleAgent, Logger: log, HostKey: hk})
 		if err != nil {
 			return err
 		}

@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -28,15 +26,15 @@ func init() {
 }
 
 func runNodes(ctx context.Context, args []string) error {
-	fs, addr, asJSON := adminFlags("nodes")
+	fs, a, asJSON := adminFlags("nodes")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *asJSON {
-		return adminGet(ctx, *addr, "/v1/nodes", nil, os.Stdout)
+		return a.get(ctx, "/v1/nodes", nil, os.Stdout)
 	}
 	var ns []gateway.NodeInfo
-	if err := adminGet(ctx, *addr, "/v1/nodes", &ns, nil); err != nil {
+	if err := a.get(ctx, "/v1/nodes", &ns, nil); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
@@ -59,103 +57,61 @@ func runNodes(ctx context.Context, args []string) error {
 }
 
 func runExplain(ctx context.Context, args []string) error {
-	fs, addr, _ := adminFlags("explain")
+	fs, a, _ := adminFlags("explain")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: frontdoor explain [--admin ADDR] USER[+NODE]", errUsage)
+		return fmt.Errorf("%w: frontdoor explain [--admin SOCKET|URL] USER[+NODE]", errUsage)
 	}
-	return adminGet(ctx, *addr, "/v1/explain?user="+url.QueryEscape(fs.Arg(0)), nil, os.Stdout)
+	return a.get(ctx, "/v1/explain?user="+url.QueryEscape(fs.Arg(0)), nil, os.Stdout)
 }
 
 func runDrain(ctx context.Context, verb string, args []string) error {
-	fs, addr, _ := adminFlags(verb)
+	fs, a, _ := adminFlags(verb)
+	comment := fs.String("comment", "", "why, for the log and audit trail (the admin recorded is the one the credential proves)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: frontdoor %s [--admin ADDR] NODE", errUsage, verb)
+		return fmt.Errorf("%w: frontdoor %s [--admin SOCKET|URL] [--comment TEXT] NODE", errUsage, verb)
 	}
-	by := os.Getenv("SUDO_USER")
-	if by == "" {
-		by = os.Getenv("USER")
+	// Who ran sudo is worth a note; the gateway records the peer's own
+	// identity (root, here) whatever this says.
+	note := *comment
+	if su := os.Getenv("SUDO_USER"); su != "" {
+		note = strings.TrimSpace(note + " (sudo by " + su + ")")
 	}
-	q := url.Values{"node": {fs.Arg(0)}, "by": {by}}
-	return adminPost(ctx, *addr, "/v1/"+verb+"?"+q.Encode(), os.Stdout)
-}
-
-func adminPost(ctx context.Context, addr, path string, out io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, nil)
+	body, err := json.Marshal(map[string]string{"node": fs.Arg(0), "comment": note})
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("admin API: %w", err)
+	var res struct {
+		Node     string `json:"node"`
+		Draining bool   `json:"draining"`
+		By       string `json:"by"`
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("admin API: %s: %s", resp.Status, b)
-	}
-	_, err = out.Write(b)
-	return err
-}
-
-// defaultAdmin is where the admin commands look for a gateway's admin API.
-const defaultAdmin = "127.0.0.1:9101"
-
-func adminFlags(name string) (*flag.FlagSet, *string, *bool) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	addr := fs.String("admin", envOr("FRONTDOOR_ADMIN", defaultAdmin), "gateway admin address (env FRONTDOOR_ADMIN)")
-	asJSON := fs.Bool("json", false, "print the API's JSON")
-	return fs, addr, asJSON
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-// adminGet fetches path from the admin API into v (or copies it raw to w).
-func adminGet(ctx context.Context, addr, path string, v any, raw io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-	if err != nil {
+	if err := a.post(ctx, "/v1/"+verb, body, &res); err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("admin API: %w", err)
+	state := "undrained"
+	if res.Draining {
+		state = "draining"
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("admin API %s: %s: %s", path, resp.Status, b)
-	}
-	if raw != nil {
-		_, err := io.Copy(raw, resp.Body)
-		return err
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
+	fmt.Printf("%s: %s (by %s)\n", res.Node, state, res.By)
+	return nil
 }
 
 func runSessions(ctx context.Context, args []string) error {
-	fs, addr, asJSON := adminFlags("sessions")
+	fs, a, asJSON := adminFlags("sessions")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *asJSON {
-		return adminGet(ctx, *addr, "/v1/sessions", nil, os.Stdout)
+		return a.get(ctx, "/v1/sessions", nil, os.Stdout)
 	}
 	var ss []gateway.SessionInfo
-	if err := adminGet(ctx, *addr, "/v1/sessions", &ss, nil); err != nil {
+	if err := a.get(ctx, "/v1/sessions", &ss, nil); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)

@@ -54,22 +54,22 @@ func runGateway(ctx context.Context, args []string) error {
 		gw.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
-	errc := make(chan error, 2)
-	if cfg.Gateway.AdminListen != "" {
-		aln, err := net.Listen("tcp", cfg.Gateway.AdminListen)
-		if err != nil {
-			ln.Close()
-			gw.Close()
-			return fmt.Errorf("admin listen: %w", err)
+	errc := make(chan error, 1)
+	adm, err := admin.Listen(cfg.Gateway, admin.Options{Source: gw.AdminSource(), Registry: gw.Registry(), Log: log,
+		Audit: gw.AdminSource(), Gateway: cfg.Gateway.Name})
+	if err != nil {
+		ln.Close()
+		gw.Close()
+		if errors.Is(err, os.ErrPermission) {
+			err = fmt.Errorf("%w (gateway.admin_socket must be a path this user may create, e.g. under systemd's RuntimeDirectory; or off)", err)
 		}
-		log.Info("admin API listening", "addr", aln.Addr().String())
-		go func() { errc <- admin.New(gw.AdminSource(), gw.Registry(), log).Serve(ctx, aln) }()
-	} else {
-		errc <- nil
+		return err
 	}
+	go func() { errc <- adm.Run(ctx) }()
 	err = gw.Serve(ctx, ln)
 	log.Info("gateway stopping", "sessions", len(gw.Sessions()))
 	gw.Close()
+	adm.Close()
 	return errors.Join(err, <-errc)
 }
 
@@ -84,6 +84,15 @@ func runConfigCheck(_ context.Context, args []string) error {
 	cfg, err := config.Load(fs.Arg(0))
 	if err == nil && cfg.Directory.Kind == "static" {
 		_, err = static.New(cfg.Directory.Static.File)
+	}
+	// The admin API's credentials are files: a token file others may read,
+	// or TLS files that do not load, would stop the gateway at start.
+	if err == nil && cfg.Gateway.AdminListen != "" && cfg.Gateway.AdminTokenFile != "" {
+		_, err = admin.LoadTokenFile(cfg.Gateway.AdminTokenFile)
+	}
+	if err == nil && cfg.Gateway.AdminListen != "" && cfg.Gateway.AdminTLSCert != "" {
+		_, err = admin.TLSConfig(admin.TLSFiles{Cert: cfg.Gateway.AdminTLSCert, Key: cfg.Gateway.AdminTLSKey,
+			ClientCA: cfg.Gateway.AdminClientCA}, false)
 	}
 	if err != nil {
 		// One problem per line, each "file:line: key: problem", so an

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
+	"golang.org/x/crypto/ssh"
 )
 
 // Run joins the cluster and publishes health until ctx is cancelled, then
@@ -43,8 +44,16 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if cfg.MetricsFile != "" {
 		src = FileSource{Path: cfg.MetricsFile}
 	}
+	var hostKey ssh.Signer
+	if cfg.HostKey != "" {
+		k, err := cfg.LoadHostKey()
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		hostKey = k
+	}
 	c, err := cluster.Start(ctx, cfg.Cluster, cluster.Options{
-		Role: cluster.RoleAgent, Logger: logger, Meta: map[string]string{"pool": cfg.Pool},
+		Role: cluster.RoleAgent, Logger: logger, Meta: map[string]string{"pool": cfg.Pool}, HostKey: hostKey,
 	})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)

@@ -2,6 +2,9 @@ package agent
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 )
@@ -358,6 +362,7 @@ func TestRun(t *testing.T) {
 	cfg.Interval, cfg.ProbeInterval = time.Second, 100*time.Millisecond
 	cfg.Cluster = gwCfg
 	cfg.Cluster.Join = []string{gw.LocalAddr()}
+	cfg.HostKey = hostKeyFile(t, dir)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -413,3 +418,21 @@ func eventually(t *testing.T, within time.Duration, cond func() error) {
 }
 
 func testLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// hostKeyFile writes a fresh ed25519 host key in OpenSSH format.
+func hostKeyFile(t *testing.T, dir string) string {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "ssh_host_ed25519_key")
+	if err := os.WriteFile(p, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

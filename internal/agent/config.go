@@ -9,6 +9,7 @@ import (
 
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf"
+	"golang.org/x/crypto/ssh"
 )
 
 // DefaultConfigPath is where `frontdoor agent` looks without --config.
@@ -49,6 +50,14 @@ type Config struct {
 	// ProcRoot is where /proc is mounted (tests point it elsewhere).
 	ProcRoot string `yaml:"proc_root"`
 
+	// HostKey is the node's SSH host private key: the agent signs its
+	// health with it, and gateways take the health only if the key is this
+	// node's host key by name in their backend known_hosts. So an agent
+	// speaks for its own node only. HostCertificate, if set, is the host
+	// certificate to present with it (for gateways that trust a host CA).
+	HostKey         string `yaml:"host_key"`
+	HostCertificate string `yaml:"host_certificate"`
+
 	Cluster cluster.Config `yaml:"cluster"`
 }
 
@@ -64,6 +73,7 @@ func DefaultConfig() Config {
 		ProbeTimeout:  2 * time.Second,
 		DrainFile:     "/var/lib/frontdoor/drain",
 		ProcRoot:      "/proc",
+		HostKey:       "/etc/ssh/ssh_host_ed25519_key",
 		Cluster:       cluster.DefaultConfig(),
 	}
 }
@@ -119,8 +129,43 @@ func (c Config) Validate() error {
 	if c.DrainFile == "" {
 		errs = append(errs, errors.New("drain_file: must be set"))
 	}
-	if err := c.Cluster.Validate(); err != nil {
+	if c.HostKey == "" && !c.Cluster.Insecure {
+		errs = append(errs, errors.New("host_key: must be set: the agent signs its health with the node's host key"))
+	}
+	if err := c.Cluster.ValidateFor(cluster.RoleAgent); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// LoadHostKey reads the host key (and certificate) the agent signs with.
+func (c Config) LoadHostKey() (ssh.Signer, error) {
+	b, err := os.ReadFile(c.HostKey)
+	if err != nil {
+		return nil, fmt.Errorf("host_key: %w (the agent signs its health with the node's host key: run it as root or point host_key at a key it may read)", err)
+	}
+	s, err := ssh.ParsePrivateKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("host_key %s: %w", c.HostKey, err)
+	}
+	if c.HostCertificate == "" {
+		return s, nil
+	}
+	cb, err := os.ReadFile(c.HostCertificate)
+	if err != nil {
+		return nil, fmt.Errorf("host_certificate: %w", err)
+	}
+	pub, _, _, _, err := ssh.ParseAuthorizedKey(cb)
+	if err != nil {
+		return nil, fmt.Errorf("host_certificate %s: %w", c.HostCertificate, err)
+	}
+	cert, ok := pub.(*ssh.Certificate)
+	if !ok || cert.CertType != ssh.HostCert {
+		return nil, fmt.Errorf("host_certificate %s: not a host certificate", c.HostCertificate)
+	}
+	cs, err := ssh.NewCertSigner(cert, s)
+	if err != nil {
+		return nil, fmt.Errorf("host_certificate %s: %w", c.HostCertificate, err)
+	}
+	return cs, nil
 }

@@ -20,6 +20,7 @@ const (
 	TypeSessionStart = "session.start"
 	TypeSessionEnd   = "session.end"
 	TypeBackend      = "backend" // a backend attempt failed (and another may follow)
+	TypeAdmin        = "admin"   // an admin changed cluster state (drain, undrain); User is the admin
 )
 
 // Event is the one audit record shape. Empty fields are omitted.

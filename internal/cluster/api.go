@@ -92,9 +92,14 @@ func (c *Cluster) NoteRouted(node string) {
 	}
 }
 
-// Drain sets or clears an admin drain of node, cluster-wide.
+// Drain sets or clears an admin drain of node, cluster-wide. A drain
+// lapses after DrainTTL unless set again.
 func (c *Cluster) Drain(node string, draining bool, by string) error {
-	return c.write(kindDrain+"/"+node, drainVal{Draining: draining, By: by})
+	v := drainVal{Draining: draining, By: by}
+	if draining {
+		v.Until = c.now().Add(c.cfg.DrainTTL)
+	}
+	return c.write(kindDrain+"/"+node, v)
 }
 
 // Ban bans key (a user name or source address; the caller picks the
@@ -202,6 +207,15 @@ func (c *Cluster) Nodes() []route.Node {
 	out := make([]route.Node, 0, len(health))
 	for name, x := range health {
 		h := x.h
+		if c.inv != nil {
+			// Where the node is and which pool it serves is the
+			// inventory's word, never the agent's.
+			n, ok := c.inv.Node(name)
+			if !ok {
+				continue
+			}
+			h.Addr, h.Pool = n.Addr, n.Pool
+		}
 		at := h.At
 		if x.recv.Before(at) {
 			at = x.recv // never trust a clock ahead of ours
@@ -236,6 +250,25 @@ func (c *Cluster) Nodes() []route.Node {
 	}
 	slices.SortFunc(out, func(a, b route.Node) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// SessionsElsewhere counts user's live sessions through the other live
+// gateways (this gateway counts its own exactly): with it a session cap
+// holds across gateways, up to the propagation delay.
+func (c *Cluster) SessionsElsewhere(user string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k, e := range c.st.userSess[user] {
+		gw, _, _, _ := splitSessionKey(k)
+		if gw == c.cfg.Name || !c.ownerAlive(gw) {
+			continue
+		}
+		if v, ok := decode[sessionVal](e); ok && v.N > 0 {
+			n += v.N
+		}
+	}
+	return n
 }
 
 // Session is one gateway's live sessions of a user on a node.

@@ -23,6 +23,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 	"log/slog"
@@ -33,6 +34,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"golang.org/x/crypto/ssh"
 )
 
 // Role is what a member is.
@@ -52,6 +54,12 @@ type Options struct {
 	Meta map[string]string
 	// Now is the clock; nil means time.Now. Tests inject it.
 	Now func() time.Time
+	// HostKey is the login node's SSH host key, which signs the agent's
+	// health. Required on agents unless the cluster is insecure.
+	HostKey ssh.Signer
+	// Inventory lists the login nodes a gateway takes health for.
+	// Required on gateways unless the cluster is insecure.
+	Inventory Inventory
 }
 
 // Member is one member of the gossip cluster as this member sees it.
@@ -74,6 +82,11 @@ type Cluster struct {
 	// keyring is the one memberlist encrypts with; nil when insecure.
 	keyring *memberlist.Keyring
 	queue   *memberlist.TransmitLimitedQueue
+	// sealer seals gateway state (gateways; nil when insecure), hostKey
+	// signs health (agents), inv judges health (gateways). See trust.go.
+	sealer  *sealer
+	hostKey ssh.Signer
+	inv     Inventory
 
 	numMembers atomic.Int32
 	changed    chan struct{}
@@ -92,6 +105,10 @@ type Cluster struct {
 	pending  map[string]entry            // gateway state waiting for the next direct send
 	syncs    int                         // gateway syncs done
 	lastSync time.Time                   // when the last one started
+	// refusals counts refused remote entries by reason; refusalLogged
+	// rate-limits their log lines per origin and reason.
+	refusals      map[string]uint64
+	refusalLogged map[string]time.Time
 }
 
 // maxBroadcast bounds one broadcast so it fits one UDP packet with
@@ -106,8 +123,16 @@ const msgEntry byte = 'E'
 // while alone) and returns the running member. ctx bounds the first join
 // only. Call Close to leave.
 func Start(ctx context.Context, cfg Config, opt Options) (*Cluster, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ValidateFor(opt.Role); err != nil {
 		return nil, err
+	}
+	if !cfg.Insecure {
+		switch {
+		case opt.Role == RoleAgent && opt.HostKey == nil:
+			return nil, errors.New("cluster: an agent needs the node's host key to sign its health")
+		case opt.Role == RoleGateway && opt.Inventory == nil:
+			return nil, errors.New("cluster: a gateway needs its node inventory to judge health")
+		}
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
@@ -128,6 +153,23 @@ func Start(ctx context.Context, cfg Config, opt Options) (*Cluster, error) {
 		routed:   make(map[string][]time.Time),
 		pending:  make(map[string]entry),
 		kick:     make(chan struct{}, 1),
+		hostKey:  opt.HostKey,
+		inv:      opt.Inventory,
+
+		refusals:      make(map[string]uint64),
+		refusalLogged: make(map[string]time.Time),
+	}
+	if opt.Role == RoleAgent {
+		c.st.sign = c.signHealth
+	}
+	if opt.Role == RoleGateway && len(cfg.GatewayKeys) > 0 {
+		keys, err := decodeKeys("gateway_keys", cfg.GatewayKeys)
+		if err != nil {
+			return nil, err
+		}
+		if c.sealer, err = newSealer(keys); err != nil {
+			return nil, fmt.Errorf("cluster: gateway keys: %w", err)
+		}
 	}
 	c.meta = encodeMeta(opt.Role, opt.Meta, memberlist.MetaMaxSize, c.log)
 	c.queue = &memberlist.TransmitLimitedQueue{

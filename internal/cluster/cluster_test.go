@@ -21,6 +21,8 @@ func TestMain(m *testing.M) {
 const (
 	testKey  = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	otherKey = "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA="
+	// testGatewayKey seals gateway state; agents never get it.
+	testGatewayKey = "Z2F0ZXdheS1vbmx5LWtleS0wMTIzNDU2Nzg5YWJjZGU="
 )
 
 // testConfig is a loopback member on a free port with aggressive timings.
@@ -47,7 +49,28 @@ func testConfig(name string, join ...string) Config {
 
 func start(t *testing.T, cfg Config, role Role) *Cluster {
 	t.Helper()
-	c, err := Start(t.Context(), cfg, Options{Role: role, Meta: map[string]string{"v": "test"}})
+	return startWith(t, cfg, testOptions(t, cfg, role))
+}
+
+// testOptions gives a gateway the gateway key and the test inventory, and
+// an agent a host key the inventory knows under the agent's name.
+func testOptions(t *testing.T, cfg Config, role Role) Options {
+	o := Options{Role: role, Meta: map[string]string{"v": "test"}}
+	switch role {
+	case RoleGateway:
+		o.Inventory = testNodes
+	case RoleAgent:
+		o.HostKey = testNodes.add(t, cfg.Name)
+	}
+	return o
+}
+
+func startWith(t *testing.T, cfg Config, o Options) *Cluster {
+	t.Helper()
+	if o.Role == RoleGateway && !cfg.Insecure && len(cfg.GatewayKeys) == 0 {
+		cfg.GatewayKeys = []string{testGatewayKey}
+	}
+	c, err := Start(t.Context(), cfg, o)
 	if err != nil {
 		t.Fatalf("start %s: %v", cfg.Name, err)
 	}
@@ -316,7 +339,7 @@ func TestStartRefusesBadConfig(t *testing.T) {
 func TestHugeMetaDoesNotPanic(t *testing.T) {
 	gw1 := start(t, testConfig("gw1"), RoleGateway)
 	c, err := Start(t.Context(), testConfig("big", gw1.LocalAddr()), Options{
-		Role: RoleAgent, Meta: map[string]string{"junk": strings.Repeat("x", 4096)},
+		Role: RoleAgent, Meta: map[string]string{"junk": strings.Repeat("x", 4096)}, HostKey: testNodes.add(t, "big"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -439,20 +462,20 @@ func TestBroadcastsAreRelayed(t *testing.T) {
 // state and anything from push/pull is not.
 func TestRelayRules(t *testing.T) {
 	c := start(t, testConfig("solo"), RoleGateway)
-	ver := uint64(time.Now().Add(time.Hour).UnixNano())
-	h := entry{Key: "h/n9", Ver: ver, Origin: "n9", Val: val(t, health("gpu"))}
+	ver := uint64(time.Now().Add(30 * time.Second).UnixNano())
+	h := signed(t, entry{Key: "h/n9", Ver: ver, Origin: "n9", Val: val(t, health("gpu"))})
 	queued := func() int { return c.queue.NumQueued() }
 	base := queued()
-	c.apply([]entry{{Key: "h/n8", Ver: ver, Origin: "n8", Val: h.Val}}, false)
-	c.apply([]entry{{Key: "a/zed", Ver: ver, Origin: "gw9", Val: val(t, affinityVal{Node: "n9", Seen: time.Now()})}}, true)
+	c.apply([]entry{signed(t, entry{Key: "h/n8", Ver: ver, Origin: "n8", Val: h.Val})}, false, false)
+	c.apply([]entry{{Key: "a/zed", Ver: ver, Origin: "gw9", Val: val(t, affinityVal{Node: "n9", Seen: time.Now()})}}, true, true)
 	if n := queued(); n != base {
 		t.Fatalf("queued %d, want %d", n, base)
 	}
-	c.apply([]entry{h}, true)
+	c.apply([]entry{h}, true, false)
 	if n := queued(); n != base+1 {
 		t.Fatalf("health not relayed: queued %d", n)
 	}
-	c.apply([]entry{h}, true) // known: not again
+	c.apply([]entry{h}, true, false) // known: not again
 	if n := queued(); n != base+1 {
 		t.Fatalf("known health relayed again: queued %d", n)
 	}

@@ -1,11 +1,11 @@
 package cluster
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -50,6 +50,18 @@ type Config struct {
 
 	// SecretKeys are the base64 gossip keys; the first is the primary.
 	SecretKeys []string `yaml:"secret_keys"`
+	// GatewayKeys are base64 keys (like secret_keys) held by the gateways
+	// only, never by agents: they seal the gateway state (sessions,
+	// affinity, drains, bans) against the agents, which hold secret_keys
+	// too. Required on gateways unless insecure; the first seals, every
+	// one listed opens, so they rotate the way secret_keys do.
+	GatewayKeys []string `yaml:"gateway_keys"`
+	// MaxClockSkew is how far ahead of this member's clock a gossiped
+	// version may be; later ones are refused, so nobody can publish a
+	// value no later write beats.
+	MaxClockSkew time.Duration `yaml:"max_clock_skew"`
+	// DrainTTL is how long an admin drain lasts unless renewed.
+	DrainTTL time.Duration `yaml:"drain_ttl"`
 	// Insecure must be set to run without SecretKeys. Never in production:
 	// gossip carries sessions, affinities and bans.
 	Insecure bool `yaml:"insecure"`
@@ -123,6 +135,8 @@ func DefaultConfig() Config {
 		AffinityTTL:         24 * time.Hour,
 		TombstoneTTL:        time.Hour,
 		NodeTTL:             time.Hour,
+		MaxClockSkew:        time.Minute,
+		DrainTTL:            7 * 24 * time.Hour,
 	}
 }
 
@@ -170,6 +184,7 @@ func (c Config) Validate() error {
 		{"rejoin_interval", c.RejoinInterval}, {"gateway_sync_interval", c.GatewaySyncInterval},
 		{"routed_window", c.RoutedWindow}, {"affinity_ttl", c.AffinityTTL},
 		{"tombstone_ttl", c.TombstoneTTL}, {"node_ttl", c.NodeTTL},
+		{"max_clock_skew", c.MaxClockSkew}, {"drain_ttl", c.DrainTTL},
 	} {
 		if d.d <= 0 {
 			errs = append(errs, fmt.Errorf("cluster.%s: must be positive", d.name))
@@ -184,20 +199,34 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ValidateFor is Validate plus what the member's role requires: gateways
+// hold gateway_keys, agents must not.
+func (c Config) ValidateFor(role Role) error {
+	errs := []error{c.Validate()}
+	switch role {
+	case RoleGateway:
+		if len(c.GatewayKeys) == 0 && !c.Insecure {
+			errs = append(errs, errors.New("cluster.gateway_keys: required on a gateway: it seals sessions, affinity, drains and bans from the login-node agents, which hold secret_keys too (make one with `head -c32 /dev/urandom | base64`; never give it to an agent)"))
+		}
+		for i, k := range c.GatewayKeys {
+			if slices.Contains(c.SecretKeys, k) {
+				errs = append(errs, fmt.Errorf("cluster.gateway_keys[%d]: is also in secret_keys, which the agents hold; use a separate key", i))
+			}
+		}
+	case RoleAgent:
+		if len(c.GatewayKeys) > 0 {
+			errs = append(errs, errors.New("cluster.gateway_keys: must not be set on an agent: an agent holding it could forge gateway state"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // keys decodes SecretKeys.
 func (c Config) keys() ([][]byte, error) {
-	var out [][]byte
-	for i, s := range c.SecretKeys {
-		k, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			return nil, fmt.Errorf("cluster.secret_keys[%d]: %w", i, err)
-		}
-		if err := memberlist.ValidateKey(k); err != nil {
-			return nil, fmt.Errorf("cluster.secret_keys[%d]: %w", i, err)
-		}
-		out = append(out, k)
+	if _, err := decodeKeys("gateway_keys", c.GatewayKeys); err != nil {
+		return nil, err
 	}
-	return out, nil
+	return decodeKeys("secret_keys", c.SecretKeys)
 }
 
 // memberlistConfig builds memberlist's configuration from c.

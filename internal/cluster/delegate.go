@@ -46,14 +46,24 @@ func (d *delegate) NotifyMsg(buf []byte) {
 			d.c.log.Debug("cluster: bad broadcast", "err", err)
 			return
 		}
-		d.c.apply([]entry{e}, true)
+		d.c.apply([]entry{e}, true, false)
 	case msgBatch:
 		var es []entry
 		if err := json.Unmarshal(b, &es); err != nil {
 			d.c.log.Debug("cluster: bad batch", "err", err)
 			return
 		}
-		d.c.apply(es, false)
+		d.c.apply(es, false, false)
+	case msgSealed:
+		if d.c.role != RoleGateway {
+			return // gateway state is none of an agent's business
+		}
+		es, err := d.c.openEntries(msgSealed, b)
+		if err != nil {
+			d.c.noteRefusal(&entry{Origin: "(sealed message)"}, refuse(refusedSealedOpen, "%v", err))
+			return
+		}
+		d.c.apply(es, false, true)
 	}
 }
 
@@ -62,19 +72,41 @@ func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
 	return d.c.queue.GetBroadcasts(overhead, limit)
 }
 
-// pushPull is the full state exchanged over TCP.
+// pushPull is the full state exchanged over TCP: health in clear (signed
+// by each node), gateway state sealed for the gateways.
 type pushPull struct {
 	Entries []entry `json:"e"`
+	Sealed  []byte  `json:"s,omitempty"`
 }
 
-// LocalState sends every entry, tombstones included, for push/pull.
+// LocalState sends every entry, tombstones included, for push/pull. An
+// agent holds health only; a gateway adds the gateway state, sealed, so an
+// agent on the other end can neither read nor change it.
 func (d *delegate) LocalState(join bool) []byte {
-	d.c.mu.Lock()
-	pp := pushPull{Entries: d.c.st.snapshot()}
-	d.c.mu.Unlock()
+	c := d.c
+	c.mu.Lock()
+	all := c.st.snapshot()
+	c.mu.Unlock()
+	var pp pushPull
+	var gw []entry
+	for _, e := range all {
+		if epidemic(e.Key) || c.sealer == nil {
+			pp.Entries = append(pp.Entries, e)
+		} else {
+			gw = append(gw, e)
+		}
+	}
+	if len(gw) > 0 {
+		sealed, err := c.sealEntries(msgSealed, gw)
+		if err != nil {
+			c.log.Error("cluster: seal state", "err", err)
+			return nil
+		}
+		pp.Sealed = sealed
+	}
 	b, err := json.Marshal(pp)
 	if err != nil {
-		d.c.log.Error("cluster: encode state", "err", err)
+		c.log.Error("cluster: encode state", "err", err)
 		return nil
 	}
 	return b
@@ -82,25 +114,58 @@ func (d *delegate) LocalState(join bool) []byte {
 
 // MergeRemoteState merges a peer's full state.
 func (d *delegate) MergeRemoteState(buf []byte, join bool) {
+	c := d.c
 	var pp pushPull
 	if err := json.Unmarshal(buf, &pp); err != nil {
-		d.c.log.Warn("cluster: bad remote state", "err", err)
+		c.log.Warn("cluster: bad remote state", "err", err)
 		return
 	}
-	d.c.apply(pp.Entries, false)
+	c.apply(pp.Entries, false, false)
+	if len(pp.Sealed) > 0 && c.role == RoleGateway {
+		es, err := c.openEntries(msgSealed, pp.Sealed)
+		if err != nil {
+			c.noteRefusal(&entry{Origin: "(sealed state)"}, refuse(refusedSealedOpen, "%v", err))
+			return
+		}
+		c.apply(es, false, true)
+	}
 }
 
 // apply merges entries and sends what we must answer. memberlist does not
 // relay user broadcasts: with relay set (entries that came by broadcast),
 // every health entry new to us is queued again, which is what makes the
 // spread epidemic. Entries from push/pull or direct sends are not relayed:
-// a joiner would otherwise rebroadcast the whole state.
-func (c *Cluster) apply(in []entry, relay bool) {
+// a joiner would otherwise rebroadcast the whole state. sealed says the
+// entries came sealed with a gateway key; admit (trust.go) decides what
+// may be merged at all.
+func (c *Cluster) apply(in []entry, relay, sealed bool) {
 	now := c.now()
+	// Entries no newer than ours change nothing: drop them before the
+	// (costlier) checks, so a flood of stale copies costs little.
+	fresh := make([]entry, 0, len(in))
+	c.mu.Lock()
+	for _, e := range in {
+		if cur := c.st.entries[e.Key]; cur == nil || e.newer(cur) {
+			fresh = append(fresh, e)
+		}
+	}
+	c.mu.Unlock()
+	kept := fresh[:0]
+	for i := range fresh {
+		e := &fresh[i]
+		skip, err := c.admit(e, sealed, now)
+		if err != nil {
+			c.noteRefusal(e, err)
+			continue
+		}
+		if !skip {
+			kept = append(kept, *e)
+		}
+	}
 	var answers []entry
 	changed := false
 	c.mu.Lock()
-	for _, e := range in {
+	for _, e := range kept {
 		ch, ans := c.st.merge(e, now)
 		changed = changed || ch
 		answers = append(answers, ans...)

@@ -83,7 +83,7 @@ func (c *Cluster) sender() {
 		if len(peers) == 0 {
 			continue
 		}
-		for _, pkt := range pack(es, maxBroadcast) {
+		for _, pkt := range c.packets(es) {
 			for _, p := range peers {
 				if err := c.ml.SendBestEffort(p, pkt); err != nil {
 					c.log.Debug("cluster: direct send", "to", p.Name, "err", err)
@@ -98,6 +98,31 @@ func (c *Cluster) peerGateways() []*memberlist.Node {
 	out := make([]*memberlist.Node, 0, len(c.gateways))
 	for _, n := range c.gateways {
 		out = append(out, n)
+	}
+	return out
+}
+
+// packets encodes entries into direct messages that fit one UDP packet:
+// sealed batches on a gateway with gateway keys, clear ones otherwise (an
+// agent's own health, signed).
+func (c *Cluster) packets(es []entry) [][]byte {
+	if c.sealer == nil {
+		return pack(es, maxBroadcast)
+	}
+	// Room for the seal: tag, key id, nonce, GCM tag and the batch's time.
+	const sealOverhead = 1 + 4 + 12 + 16 + 32
+	var out [][]byte
+	for _, p := range pack(es, maxBroadcast-sealOverhead) {
+		var group []entry
+		if err := json.Unmarshal(p[1:], &group); err != nil {
+			continue
+		}
+		msg, err := c.sealEntries(msgSealed, group)
+		if err != nil {
+			c.log.Error("cluster: seal", "err", err)
+			continue
+		}
+		out = append(out, append([]byte{msgSealed}, msg...))
 	}
 	return out
 }
@@ -154,12 +179,22 @@ func (c *Cluster) syncGateways() {
 	if len(es) == 0 || len(peers) == 0 {
 		return
 	}
-	b, err := json.Marshal(es)
-	if err != nil {
-		c.log.Error("cluster: encode gateway sync", "err", err)
-		return
+	var msg []byte
+	if c.sealer != nil {
+		sealed, err := c.sealEntries(msgSealed, es)
+		if err != nil {
+			c.log.Error("cluster: seal gateway sync", "err", err)
+			return
+		}
+		msg = append([]byte{msgSealed}, sealed...)
+	} else {
+		b, err := json.Marshal(es)
+		if err != nil {
+			c.log.Error("cluster: encode gateway sync", "err", err)
+			return
+		}
+		msg = append([]byte{msgBatch}, b...)
 	}
-	msg := append([]byte{msgBatch}, b...)
 	for _, p := range peers {
 		select {
 		case <-c.stop:

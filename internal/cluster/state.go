@@ -16,6 +16,10 @@ import (
 //	d/NODE              admin drain             shared
 //	b/KEY               failed-login ban        shared
 //
+// Who may write at all is decided before these rules (trust.go): health
+// must be signed by the node's host key, and everything else is gateway
+// state, sealed among the gateways.
+//
 // Merge rule: last writer wins per key, comparing (Ver, Origin). Ver is a
 // hybrid clock — max(last seen + 1, wall clock in ns) — so a restarted
 // member's fresh writes beat its old ones still circulating, and Origin
@@ -45,6 +49,10 @@ type entry struct {
 	Origin string          `json:"o"`
 	Del    bool            `json:"d,omitempty"`
 	Val    json.RawMessage `json:"x,omitempty"`
+	// PK and Sig sign health entries: the node's SSH host key (wire
+	// format) and its signature over signedBytes (see trust.go).
+	PK  []byte `json:"pk,omitempty"`
+	Sig []byte `json:"sg,omitempty"`
 
 	// recv is when this member took this version, by its own clock: health
 	// freshness and tombstone expiry are judged with it.
@@ -112,10 +120,12 @@ type affinityVal struct {
 	Seen time.Time `json:"t"`
 }
 
-// drainVal is an admin drain.
+// drainVal is an admin drain, which lapses at Until (zero: never, for
+// drains written before drains expired).
 type drainVal struct {
-	Draining bool   `json:"d"`
-	By       string `json:"by,omitempty"`
+	Draining bool      `json:"d"`
+	By       string    `json:"by,omitempty"`
+	Until    time.Time `json:"u,omitzero"`
 }
 
 // banVal bans a key (a user or a source address, the caller decides)
@@ -133,6 +143,9 @@ type store struct {
 	cfg     Config // TTLs
 	clock   uint64
 	entries map[string]*entry
+	// sign, if set, signs this member's own writes before they are stored
+	// (agents sign their health).
+	sign func(*entry)
 	// Indexes over entries so reads on the login path touch only what
 	// they need: live (non-tombstone) entries by kind, and session keys by
 	// user.
@@ -214,6 +227,9 @@ func (s *store) put(key string, val any, now time.Time) (entry, error) {
 		e.Val = b
 	}
 	e.Ver = s.tick(now)
+	if s.sign != nil {
+		s.sign(&e)
+	}
 	s.set(&e)
 	return e, nil
 }
@@ -240,6 +256,9 @@ func (s *store) merge(in entry, now time.Time) (changed bool, answer []entry) {
 			out.Del = false
 		}
 		out.Ver = s.tick(now)
+		if s.sign != nil {
+			s.sign(&out)
+		}
 		s.set(&out)
 		return false, []entry{out}
 	}
@@ -281,6 +300,9 @@ func expired(e *entry, now time.Time, cfg Config) bool {
 	case kindBan:
 		v, ok := decode[banVal](e)
 		return !ok || now.After(v.Until)
+	case kindDrain:
+		v, ok := decode[drainVal](e)
+		return !ok || (!v.Until.IsZero() && now.After(v.Until))
 	case kindHealth:
 		return now.Sub(e.recv) > cfg.NodeTTL
 	}

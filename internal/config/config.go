@@ -43,13 +43,66 @@ type Config struct {
 	Route    route.Config    `yaml:"route"`
 	Policy   policy.Config   `yaml:"policy"`
 	Throttle throttle.Config `yaml:"throttle"`
-	Audit    Audit           `yaml:"audit"`
-	Log      Log             `yaml:"log"`
+	// Slurm is how to reach the cluster's Slurm (for `frontdoor slurm`,
+	// and GPU use in login banners). Without a slurm section frontdoor
+	// does not talk to Slurm.
+	Slurm Slurm `yaml:"slurm"`
+	Audit Audit `yaml:"audit"`
+	Log   Log   `yaml:"log"`
 
 	// path and lines remember where things were written, for error messages.
 	path  string
 	lines yamlconf.Lines
 }
+
+// Slurm is how frontdoor reaches Slurm: its client commands (sacctmgr,
+// sacct, squeue) with parseable output, each with a timeout.
+type Slurm struct {
+	// Conf is the slurm.conf the commands use (SLURM_CONF); empty:
+	// Slurm's default.
+	Conf string `yaml:"conf"`
+	// BinDir holds sacctmgr, sacct and squeue; empty: $PATH.
+	BinDir string `yaml:"bin_dir"`
+	// Cluster is the Slurm cluster name in accounting; empty: the
+	// cluster of slurm.conf.
+	Cluster string `yaml:"cluster"`
+	// ParentAccount is the account frontdoor creates its accounts under
+	// and the mark of what it manages. Default "frontdoor".
+	ParentAccount string `yaml:"parent_account"`
+	// Partitions are the cluster's partitions; rules may name only these.
+	Partitions []string `yaml:"partitions"`
+	// Timeout bounds every Slurm command. Default 20s.
+	Timeout time.Duration `yaml:"timeout"`
+	// SyncInterval is how often `frontdoor slurm sync` reconciles.
+	// Default 10m.
+	SyncInterval time.Duration `yaml:"sync_interval"`
+	// WatchInterval is how often the sync asks the directory whether
+	// anything changed (AD: one rootDSE read), reconciling at once if so.
+	// Default 30s.
+	WatchInterval time.Duration `yaml:"watch_interval"`
+	// UsageCache is how long GPU use shown in banners is cached, and
+	// UsageTimeout how long a login waits for it at most (then it says
+	// "unknown"; the login never waits on a slow Slurm). Defaults 30s, 1s.
+	UsageCache   time.Duration `yaml:"usage_cache"`
+	UsageTimeout time.Duration `yaml:"usage_timeout"`
+}
+
+// SlurmEnabled reports whether the configuration has a slurm section.
+func (c *Config) SlurmEnabled() bool { return c.lines["slurm"] > 0 }
+
+// Pools lists the pools of the configured nodes, sorted.
+func (c *Config) Pools() []string {
+	var out []string
+	for _, n := range c.Nodes {
+		if !slices.Contains(out, n.Pool) {
+			out = append(out, n.Pool)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+var slurmName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
 // Gateway is the client-facing SSH server.
 type Gateway struct {
@@ -67,8 +120,32 @@ type Gateway struct {
 	// UserCAKey is the private key of the user CA that signs the short-lived
 	// certificates the gateway uses to log in to login nodes.
 	UserCAKey string `yaml:"user_ca_key"`
-	// AdminListen is the admin HTTP API and /metrics address. Empty disables it.
+	// AdminSocket is the admin API's Unix socket (created mode 0600; the
+	// connecting user, from the kernel's peer credentials, is the admin).
+	// Default DefaultAdminSocket; "off" disables it.
+	AdminSocket string `yaml:"admin_socket"`
+	// AdminListen is a TCP address for the admin API and /metrics, for
+	// remote tools (Prometheus, a fleet's ops host). Empty: none. It needs
+	// authentication: AdminTokenFile and/or mutual TLS (AdminClientCA).
 	AdminListen string `yaml:"admin_listen"`
+	// AdminTokenFile lists the bearer tokens TCP clients may present, one
+	// "NAME SECRET" per line; NAME is the admin recorded. Mode 0600.
+	AdminTokenFile string `yaml:"admin_token_file"`
+	// AdminTLSCert and AdminTLSKey make admin_listen HTTPS; AdminClientCA
+	// (with them) verifies client certificates, whose common name is then
+	// the admin.
+	AdminTLSCert  string `yaml:"admin_tls_cert"`
+	AdminTLSKey   string `yaml:"admin_tls_key"`
+	AdminClientCA string `yaml:"admin_client_ca"`
+	// AdminAllowedHosts are Host names TCP requests may carry besides the
+	// listen address's host, localhost, 127.0.0.1, ::1 and the TLS
+	// certificate's names (anything else is DNS rebinding, refused).
+	AdminAllowedHosts []string `yaml:"admin_allowed_hosts"`
+	// AdminMetricsPublic serves /metrics without credentials (a scraper
+	// that cannot send a bearer token). Default false.
+	AdminMetricsPublic bool `yaml:"admin_metrics_public"`
+	// AdminPprof serves /debug/pprof/ (authenticated). Default false.
+	AdminPprof bool `yaml:"admin_pprof"`
 	// MaxAuthTries is the number of failed auth attempts per connection.
 	MaxAuthTries int `yaml:"max_auth_tries"`
 	// HandshakeTimeout bounds TCP accept to the end of the key exchange:
@@ -114,6 +191,18 @@ type Gateway struct {
 	// send a PROXY protocol v1/v2 header. Connections from them must carry
 	// one; connections from elsewhere must not. Empty: PROXY protocol off.
 	ProxyProtocolFrom []string `yaml:"proxy_protocol_from"`
+}
+
+// DefaultAdminSocket is where the admin API listens unless admin_socket
+// says otherwise (systemd's RuntimeDirectory=frontdoor).
+const DefaultAdminSocket = "/run/frontdoor/admin.sock"
+
+// AdminSocketOff is the admin_socket value that disables the socket.
+const AdminSocketOff = "off"
+
+// AdminSocketEnabled reports whether the admin API listens on a Unix socket.
+func (g Gateway) AdminSocketEnabled() bool {
+	return g.AdminSocket != "" && g.AdminSocket != AdminSocketOff
 }
 
 // ProxyProtocolPrefixes returns ProxyProtocolFrom parsed (validated at load).
@@ -295,6 +384,9 @@ func (c *Config) setDefaults() {
 	if g.Listen == "" {
 		g.Listen = ":22"
 	}
+	if g.AdminSocket == "" {
+		g.AdminSocket = DefaultAdminSocket
+	}
 	if g.MaxAuthTries == 0 {
 		g.MaxAuthTries = 6
 	}
@@ -373,6 +465,25 @@ func (c *Config) setDefaults() {
 		c.Directory.AD = c.Directory.AD.Defaults()
 	}
 	c.Throttle = c.Throttle.Defaults()
+	sl := &c.Slurm
+	if sl.ParentAccount == "" {
+		sl.ParentAccount = "frontdoor"
+	}
+	if sl.Timeout == 0 {
+		sl.Timeout = 20 * time.Second
+	}
+	if sl.SyncInterval == 0 {
+		sl.SyncInterval = 10 * time.Minute
+	}
+	if sl.WatchInterval == 0 {
+		sl.WatchInterval = 30 * time.Second
+	}
+	if sl.UsageCache == 0 {
+		sl.UsageCache = 30 * time.Second
+	}
+	if sl.UsageTimeout == 0 {
+		sl.UsageTimeout = time.Second
+	}
 	for i := range c.Nodes {
 		if c.Nodes[i].Pool == "" {
 			c.Nodes[i].Pool = "default"
@@ -402,6 +513,12 @@ func (c *Config) resolvePaths(dir string) {
 		abs(&c.Gateway.HostCertificates[i])
 	}
 	abs(&c.Gateway.UserCAKey)
+	if c.Gateway.AdminSocketEnabled() {
+		abs(&c.Gateway.AdminSocket)
+	}
+	for _, p := range []*string{&c.Gateway.AdminTokenFile, &c.Gateway.AdminTLSCert, &c.Gateway.AdminTLSKey, &c.Gateway.AdminClientCA} {
+		abs(p)
+	}
 	for i := range c.Backend.KnownHosts {
 		abs(&c.Backend.KnownHosts[i])
 	}
@@ -464,11 +581,7 @@ func (c *Config) validate() error {
 	if _, _, err := net.SplitHostPort(c.Gateway.Listen); err != nil {
 		add(c.Errorf("gateway.listen", "not host:port: %v", err))
 	}
-	if c.Gateway.AdminListen != "" {
-		if _, _, err := net.SplitHostPort(c.Gateway.AdminListen); err != nil {
-			add(c.Errorf("gateway.admin_listen", "not host:port: %v", err))
-		}
-	}
+	errs = append(errs, c.validateAdmin()...)
 	for i, a := range c.Gateway.ProxyProtocolFrom {
 		if _, err := parsePrefix(a); err != nil {
 			add(c.Errorf(fmt.Sprintf("gateway.proxy_protocol_from[%d]", i), "%v", err))
@@ -576,8 +689,11 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.ClusterEnabled() {
-		if err := c.Cluster.Validate(); err != nil {
+		if err := c.Cluster.ValidateFor(cluster.RoleGateway); err != nil {
 			errs = append(errs, c.sectionErrors("cluster", err)...)
+		}
+		if len(c.Nodes) == 0 && !c.Cluster.Insecure {
+			add(c.Errorf("nodes", "no login nodes: with gossip, health is taken only for the nodes listed here (name, addr, pool), at that address and in that pool"))
 		}
 	} else if len(c.Nodes) == 0 {
 		add(c.Errorf("nodes", "no login nodes: list them here or configure a cluster section for gossip"))
@@ -585,8 +701,37 @@ func (c *Config) validate() error {
 	if err := c.Route.Validate(); err != nil {
 		errs = append(errs, c.sectionErrors("route", err)...)
 	}
-	for _, pe := range c.Policy.Validate() {
+	var known policy.Known
+	if len(c.Nodes) > 0 {
+		known.Pools = c.Pools()
+	}
+	if c.SlurmEnabled() && len(c.Slurm.Partitions) > 0 {
+		known.Partitions = c.Slurm.Partitions
+	}
+	for _, pe := range c.Policy.Validate(known) {
 		add(c.Errorf("policy."+pe.Key, "%s", pe.Msg))
+	}
+	if c.SlurmEnabled() {
+		sl := c.Slurm
+		if !slurmName.MatchString(sl.ParentAccount) {
+			add(c.Errorf("slurm.parent_account", "%q is not a valid Slurm account name", sl.ParentAccount))
+		}
+		if sl.Cluster != "" && !slurmName.MatchString(sl.Cluster) {
+			add(c.Errorf("slurm.cluster", "%q is not a valid Slurm cluster name", sl.Cluster))
+		}
+		for i, p := range sl.Partitions {
+			if !slurmName.MatchString(p) {
+				add(c.Errorf(fmt.Sprintf("slurm.partitions[%d]", i), "%q is not a valid partition name", p))
+			}
+		}
+		for _, d := range []struct {
+			key string
+			d   time.Duration
+		}{{"timeout", sl.Timeout}, {"sync_interval", sl.SyncInterval}, {"watch_interval", sl.WatchInterval}, {"usage_cache", sl.UsageCache}, {"usage_timeout", sl.UsageTimeout}} {
+			if d.d <= 0 {
+				add(c.Errorf("slurm."+d.key, "must be positive"))
+			}
+		}
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
@@ -599,4 +744,65 @@ func (c *Config) validate() error {
 		add(c.Errorf("log.format", "unknown format %q", c.Log.Format))
 	}
 	return errors.Join(errs...)
+}
+
+// MaxSocketPath is the longest Unix socket path Linux binds (sun_path).
+const MaxSocketPath = 107
+
+// validateAdmin: the admin API is never reachable without a credential.
+// The socket's credential is the peer's uid; TCP needs a token file or
+// mutual TLS, and the TLS files come as a set.
+func (c *Config) validateAdmin() []error {
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	g := c.Gateway
+	if g.AdminSocketEnabled() && len(g.AdminSocket) > MaxSocketPath {
+		add(c.Errorf("gateway.admin_socket", "%d bytes is longer than a Unix socket path may be (%d)", len(g.AdminSocket), MaxSocketPath))
+	}
+	tcpOnly := []struct {
+		key string
+		set bool
+	}{{"gateway.admin_token_file", g.AdminTokenFile != ""}, {"gateway.admin_tls_cert", g.AdminTLSCert != ""},
+		{"gateway.admin_tls_key", g.AdminTLSKey != ""}, {"gateway.admin_client_ca", g.AdminClientCA != ""},
+		{"gateway.admin_allowed_hosts", len(g.AdminAllowedHosts) > 0}, {"gateway.admin_metrics_public", g.AdminMetricsPublic}}
+	if g.AdminListen == "" {
+		for _, k := range tcpOnly {
+			if k.set {
+				add(c.Errorf(k.key, "only used with gateway.admin_listen (the Unix socket authenticates by peer uid)"))
+			}
+		}
+		return errs
+	}
+	if _, _, err := net.SplitHostPort(g.AdminListen); err != nil {
+		add(c.Errorf("gateway.admin_listen", "not host:port: %v", err))
+	}
+	if g.AdminTokenFile == "" && g.AdminClientCA == "" {
+		add(c.Errorf("gateway.admin_listen", "the admin API over TCP needs authentication: set admin_token_file (bearer tokens) "+
+			"and/or admin_tls_cert, admin_tls_key and admin_client_ca (mutual TLS); or drop admin_listen and use admin_socket"))
+	}
+	if (g.AdminTLSCert == "") != (g.AdminTLSKey == "") {
+		key := "gateway.admin_tls_cert" // point at the one that is there
+		if g.AdminTLSCert == "" {
+			key = "gateway.admin_tls_key"
+		}
+		add(c.Errorf(key, "admin_tls_cert and admin_tls_key go together"))
+	}
+	if g.AdminClientCA != "" && g.AdminTLSCert == "" {
+		add(c.Errorf("gateway.admin_client_ca", "mutual TLS needs admin_tls_cert and admin_tls_key too"))
+	}
+	for i, h := range g.AdminAllowedHosts {
+		if !validHostName(h) {
+			add(c.Errorf(fmt.Sprintf("gateway.admin_allowed_hosts[%d]", i), "%q is not a host name or IP address (no port, no scheme)", h))
+		}
+	}
+	return errs
+}
+
+var hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.?$`)
+
+func validHostName(h string) bool {
+	if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
+		return true
+	}
+	return len(h) <= 253 && hostName.MatchString(h)
 }

@@ -59,6 +59,18 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		{"cert validity", strings.Replace(good, "  known_hosts: [known_hosts]", "  known_hosts: [k]\n  cert_validity: 48h", 1), "backend.cert_validity"},
 		{"cluster problem", good + "cluster:\n  insecure: true\n  bind_addr: nowhere\n", `gateway.yaml:20: cluster.bind_addr: "nowhere" is not an IP address`},
 		{"route problem", good + "route:\n  choices: 0\n", `gateway.yaml:19: route.choices: must be at least 1`},
+		{"admin over TCP without credentials", strings.Replace(good, "  name: gw1", "  admin_listen: 127.0.0.1:9101", 1),
+			"gateway.yaml:3: gateway.admin_listen: the admin API over TCP needs authentication"},
+		{"admin TLS cert without key", strings.Replace(good, "  name: gw1", "  admin_listen: 127.0.0.1:9101\n  admin_token_file: t\n  admin_tls_cert: c.pem", 1),
+			"gateway.yaml:5: gateway.admin_tls_cert: admin_tls_cert and admin_tls_key go together"},
+		{"admin client CA without a server cert", strings.Replace(good, "  name: gw1", "  admin_listen: 127.0.0.1:9101\n  admin_client_ca: ca.pem", 1),
+			"gateway.yaml:4: gateway.admin_client_ca: mutual TLS needs admin_tls_cert"},
+		{"admin token without TCP", strings.Replace(good, "  name: gw1", "  admin_token_file: t", 1),
+			"gateway.yaml:3: gateway.admin_token_file: only used with gateway.admin_listen"},
+		{"admin bad host", strings.Replace(good, "  name: gw1", "  admin_listen: 127.0.0.1:9101\n  admin_token_file: t\n  admin_allowed_hosts: [\"http://x:1\"]", 1),
+			"gateway.yaml:5: gateway.admin_allowed_hosts[0]: \"http://x:1\" is not a host name"},
+		{"admin socket too long", strings.Replace(good, "  name: gw1", "  admin_socket: /"+strings.Repeat("s", 120), 1),
+			"gateway.yaml:3: gateway.admin_socket: 121 bytes is longer than a Unix socket path may be"},
 		{"not yaml", "gateway: [", "gateway.yaml"},
 		{"empty", "", "empty configuration"},
 	}
@@ -115,5 +127,40 @@ func TestADSectionErrorsNameTheLine(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not contain %q:\n%v", want, err)
 		}
+	}
+}
+
+func TestAdminDefaults(t *testing.T) {
+	c, err := Parse("/etc/frontdoor/gateway.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c.Gateway
+	if g.AdminSocket != DefaultAdminSocket || !g.AdminSocketEnabled() || g.AdminListen != "" || g.AdminPprof || g.AdminMetricsPublic {
+		t.Fatalf("admin defaults: %+v", g)
+	}
+	y := strings.Replace(good, "  name: gw1", `  admin_socket: run/admin.sock
+  admin_listen: 127.0.0.1:9101
+  admin_token_file: admin-tokens
+  admin_tls_cert: tls/cert.pem
+  admin_tls_key: tls/key.pem
+  admin_client_ca: tls/ca.pem
+  admin_allowed_hosts: [gw1.mgmt.example.edu, "10.0.0.5", "::1"]
+  admin_pprof: true`, 1)
+	if c, err = Parse("/etc/frontdoor/gateway.yaml", []byte(y)); err != nil {
+		t.Fatal(err)
+	}
+	g = c.Gateway
+	if g.AdminSocket != "/etc/frontdoor/run/admin.sock" || g.AdminTokenFile != "/etc/frontdoor/admin-tokens" ||
+		g.AdminClientCA != "/etc/frontdoor/tls/ca.pem" || !g.AdminPprof {
+		t.Fatalf("admin paths not resolved: %+v", g)
+	}
+	if c, err = Parse("g.yaml", []byte(strings.Replace(good, "  name: gw1", "  admin_socket: off", 1))); err != nil || c.Gateway.AdminSocketEnabled() {
+		t.Fatalf("admin_socket: off: %v %+v", err, c)
+	}
+	// Mutual TLS alone is enough authentication.
+	mtls := strings.Replace(good, "  name: gw1", "  admin_listen: 127.0.0.1:9101\n  admin_tls_cert: c\n  admin_tls_key: k\n  admin_client_ca: ca", 1)
+	if _, err := Parse("g.yaml", []byte(mtls)); err != nil {
+		t.Fatalf("mutual TLS without tokens: %v", err)
 	}
 }

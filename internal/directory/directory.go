@@ -49,6 +49,21 @@ type Directory interface {
 	Close() error
 }
 
+// Lister is implemented by directories that can list group members, which
+// reconciling Slurm with the policy needs (a login never does).
+type Lister interface {
+	// Members returns the canonical names of the enabled users who are
+	// members of group (nested membership counts), sorted; "*" means
+	// every enabled user. An unknown group is an error wrapping
+	// ErrNoSuchGroup: a typo must not read as "nobody", which would
+	// remove everyone's Slurm access.
+	Members(ctx context.Context, group string) ([]string, error)
+}
+
+// ErrNoSuchGroup: Members was asked for a group the directory does not
+// have.
+var ErrNoSuchGroup = errors.New("no such group")
+
 // Sentinel errors. Implementations wrap them with %w (and may use *Error to
 // attach a precise audit reason); callers branch with errors.Is.
 var (

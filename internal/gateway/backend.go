@@ -88,34 +88,53 @@ func newHostKeys(files []string, insecure bool) (*hostKeys, error) {
 	return h, nil
 }
 
-func (h *hostKeys) callback(hostname string, remote net.Addr, key ssh.PublicKey) error {
-	if err := h.cb(hostname, remote, key); err != nil {
+// Host keys are bound to node NAMES, not addresses: the gateway checks a
+// node's key as an SSH client checks "NAME:22" (known_hosts lines
+// "login1 ssh-ed25519 …", or a host certificate whose principal is the
+// name), whatever address the node is dialled at. A node cannot pass as
+// another even if an address is wrong or reused, and the same check
+// decides whose health a gossiped signature speaks for (CheckHostKey).
+
+// hostKeyName is the known_hosts name a node's key is checked under.
+func hostKeyName(node string) string { return net.JoinHostPort(node, "22") }
+
+// anyRemote stands in for the remote address, which a check by name does
+// not use (knownhosts wants a TCP address).
+var anyRemote = &net.TCPAddr{IP: net.IPv4zero}
+
+// check verifies key as the host key of node.
+func (h *hostKeys) check(node string, key ssh.PublicKey) error {
+	if err := h.cb(hostKeyName(node), anyRemote, key); err != nil {
 		return fmt.Errorf("%w: %w", errHostKey, err)
 	}
 	return nil
 }
 
-// algorithmsFor returns the host key algorithms to negotiate with addr:
+// callbackFor is the HostKeyCallback of a login to node.
+func (h *hostKeys) callbackFor(node string) ssh.HostKeyCallback {
+	return func(_ string, _ net.Addr, key ssh.PublicKey) error { return h.check(node, key) }
+}
+
+// algorithmsFor returns the host key algorithms to negotiate with node:
 // those of the keys known_hosts has for it (plus certificates if a host CA
 // is trusted). Without this, the node might present a key type the file has
 // no line for, and a good node would fail verification.
-func (h *hostKeys) algorithmsFor(addr string) []string {
+func (h *hostKeys) algorithmsFor(node string) []string {
 	if h.insecure {
 		return nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if a, ok := h.algos[addr]; ok {
+	if a, ok := h.algos[node]; ok {
 		return a
 	}
 	// knownhosts answers a key it does not know for a host it knows with a
 	// *KeyError listing the keys it wants.
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	probe, _ := ssh.NewSignerFromKey(priv)
-	remote, _ := net.ResolveTCPAddr("tcp", addr)
 	var algos []string
 	var kerr *knownhosts.KeyError
-	if err := h.cb(addr, remote, probe.PublicKey()); errors.As(err, &kerr) && len(kerr.Want) > 0 {
+	if err := h.cb(hostKeyName(node), anyRemote, probe.PublicKey()); errors.As(err, &kerr) && len(kerr.Want) > 0 {
 		for _, k := range kerr.Want {
 			for _, a := range algorithmsForKeyType(k.Key.Type()) {
 				if !slices.Contains(algos, a) {
@@ -130,7 +149,7 @@ func (h *hostKeys) algorithmsFor(addr string) []string {
 		algos = append(algos, ssh.CertAlgoED25519v01, ssh.CertAlgoECDSA256v01, ssh.CertAlgoECDSA384v01,
 			ssh.CertAlgoECDSA521v01, ssh.CertAlgoRSASHA512v01, ssh.CertAlgoRSASHA256v01)
 	}
-	h.algos[addr] = algos
+	h.algos[node] = algos
 	return algos
 }
 
@@ -280,8 +299,8 @@ func dialBackend(ctx context.Context, t Target, p dialParams, signerCh <-chan ss
 	cfg := &ssh.ClientConfig{
 		User:              p.principal,
 		Auth:              []ssh.AuthMethod{ssh.PublicKeysCallback(getSigner)},
-		HostKeyCallback:   p.hostKeys.callback,
-		HostKeyAlgorithms: p.hostKeys.algorithmsFor(t.Addr),
+		HostKeyCallback:   p.hostKeys.callbackFor(t.Name),
+		HostKeyAlgorithms: p.hostKeys.algorithmsFor(t.Name),
 		ClientVersion:     p.version,
 		Config: ssh.Config{
 			// AES-GCM first: with AES-NI it is the cheapest per byte, and

@@ -34,14 +34,24 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Assemble
 		return nil, fmt.Errorf("directory: %w", err)
 	}
 	a := &Assembled{Directory: dir}
+	nk, err := newHostKeys(cfg.Backend.KnownHosts, cfg.Backend.InsecureIgnoreHostKeys)
+	if err != nil {
+		dir.Close()
+		return nil, err
+	}
 	if cfg.ClusterEnabled() {
-		a.Cluster, err = cluster.Start(ctx, cfg.Cluster, cluster.Options{Role: cluster.RoleGateway, Logger: log.With("component", "cluster")})
+		a.Cluster, err = cluster.Start(ctx, cfg.Cluster, cluster.Options{Role: cluster.RoleGateway,
+			Logger: log.With("component", "cluster"), Inventory: newInventory(cfg.Nodes, nk)})
 		if err != nil {
 			dir.Close()
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 	}
-	a.Gateway, err = New(cfg, Options{Logger: log, Directory: dir, Cluster: a.Cluster})
+	opts := Options{Logger: log, Directory: dir, Cluster: a.Cluster, nodeKeys: nk}
+	if cfg.SlurmEnabled() {
+		opts.GPUUsage = newSlurmUsage(cfg.Slurm)
+	}
+	a.Gateway, err = New(cfg, opts)
 	if err != nil {
 		a.closeParts()
 		return nil, err

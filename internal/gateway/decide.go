@@ -102,8 +102,7 @@ func Decide(in Input) Outcome {
 	d, err := in.Policy.Evaluate(in.Ident.Name, in.Ident.Groups)
 	out.Policy = d
 	if err != nil {
-		out.Refusal = &Refusal{Stage: "policy", Reason: err.Error(),
-			UserMsg: "your account has no access to this cluster; ask your administrators for access"}
+		out.Refusal = &Refusal{Stage: "policy", Reason: err.Error(), UserMsg: d.Message}
 		return out
 	}
 	if d.MaxSessions > 0 && in.View.UserSessions >= d.MaxSessions {
@@ -213,8 +212,29 @@ func (o Outcome) Explain(in Input) string {
 		fmt.Fprintf(&b, "policy: rule %q", o.Policy.Rule)
 		if o.Refusal == nil || o.Refusal.Stage != "policy" {
 			fmt.Fprintf(&b, ", pools %v, forwarding %s", o.Policy.Pools, rightsText(o.Policy.Rights))
+			fmt.Fprintf(&b, " to %s", strings.Join(o.Policy.ForwardTo, ", "))
 			if o.Policy.MaxSessions > 0 {
-				fmt.Fprintf(&b, ", sessions %d of %d", in.View.UserSessions, o.Policy.MaxSessions)
+				fmt.Fprintf(&b, ", sessions %d of %d (all gateways)", in.View.UserSessions, o.Policy.MaxSessions)
+			}
+			if o.Policy.IdleTimeout > 0 {
+				fmt.Fprintf(&b, ", idle timeout %v (warning %v before)", o.Policy.IdleTimeout, o.Policy.IdleWarning)
+			}
+			if sl := o.Policy.Slurm; sl != nil {
+				parts := strings.Join(sl.Partitions, ",")
+				if parts == "" {
+					parts = "all"
+				}
+				fmt.Fprintf(&b, "\nslurm: account %s, partitions %s (default %s), QOS %s, GPU limit %s per user",
+					sl.Account, parts, orDash(sl.Partition()), orDash(strings.Join(o.Policy.QOS, ",")), o.Policy.GPULimit())
+				if sl.GPUsPerAccount > 0 {
+					fmt.Fprintf(&b, ", %d for the account", sl.GPUsPerAccount)
+				}
+				if sl.DenyOnLimit {
+					b.WriteString(", jobs over the limit refused")
+				}
+				if sl.SetJobDefaults {
+					b.WriteString(", job defaults set in the session")
+				}
 			}
 		}
 		b.WriteString("\n")

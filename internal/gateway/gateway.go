@@ -43,6 +43,13 @@ type Options struct {
 	// follows the agents' health, and sessions and affinity are shared.
 	Cluster *cluster.Cluster
 	Audit   *audit.Logger // default: the audit file of the config
+	// GPUUsage, if set, puts the GPUs a user and their account hold into
+	// interactive login banners.
+	GPUUsage GPUUsage
+
+	// nodeKeys, if set, are the backend host keys Build already loaded
+	// for the cluster's inventory.
+	nodeKeys *hostKeys
 }
 
 // Gateway is one frontdoor SSH server.
@@ -57,6 +64,7 @@ type Gateway struct {
 	ca       *ca.CA
 	hostKeys []ssh.Signer
 	nodeKeys *hostKeys
+	usage    GPUUsage // nil: banners show no GPU use
 	throttle *throttle.Throttle
 	metrics  *metrics
 	slots    chan struct{} // one per allowed concurrent connection
@@ -100,9 +108,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway user CA: %w", err)
 	}
-	nk, err := newHostKeys(cfg.Backend.KnownHosts, cfg.Backend.InsecureIgnoreHostKeys)
-	if err != nil {
-		return nil, err
+	nk := opts.nodeKeys
+	if nk == nil {
+		if nk, err = newHostKeys(cfg.Backend.KnownHosts, cfg.Backend.InsecureIgnoreHostKeys); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Backend.InsecureIgnoreHostKeys {
 		opts.Logger.Warn("INSECURE: login node host keys are NOT verified (backend.insecure_ignore_host_keys); anyone on the path can impersonate a login node")
@@ -132,10 +142,14 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.closing, g.closeCancel = context.WithCancel(context.Background())
 	g.cluster = opts.Cluster
+	g.usage = opts.GPUUsage
 	if g.router == nil {
 		g.router = NewRouter(cfg.Nodes, opts.Cluster)
 	}
 	g.metrics.unauthenticated(g.admit.unauthenticated)
+	if g.cluster != nil {
+		g.metrics.gossipRefusals(g.cluster.Refusals)
+	}
 	if g.audit == nil {
 		a, err := audit.Open(cfg.Audit.File, opts.Logger)
 		if err != nil {
@@ -366,9 +380,11 @@ func (g *Gateway) relay(ctx context.Context, c *conn, sconn *ssh.ServerConn, cha
 		Log:               log,
 		Stats:             s.stats,
 		KeepaliveInterval: g.cfg.Backend.KeepaliveInterval,
-		Env:               sessionEnv(lr, b.target, s.ID),
-		Banner:            sessionBanner(lr, b.target),
-		AllowDirect:       allowDirect(b.target),
+		Env:               sessionEnv(lr.policy, b.target, s.ID),
+		Banner:            sessionBanner(s.User, lr.policy, b.target, g.usage, g.cfg.Slurm.UsageTimeout),
+		AllowDirect:       allowDirect(b.target, lr.policy.ForwardTo),
+		IdleTimeout:       lr.policy.IdleTimeout,
+		IdleWarning:       lr.policy.IdleWarning,
 	}
 	err := r.Run(ctx)
 
@@ -478,4 +494,12 @@ func (a AdminSource) Explain(ctx context.Context, user string) (string, error) {
 }
 func (a AdminSource) Drain(node string, drain bool, by string) error {
 	return a.g.Drain(node, drain, by)
+}
+
+// Record writes an admin API event to the gateway's audit trail.
+func (a AdminSource) Record(e audit.Event) {
+	if e.Gateway == "" {
+		e.Gateway = a.g.cfg.Gateway.Name
+	}
+	a.g.audit.Record(e)
 }

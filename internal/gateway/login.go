@@ -217,8 +217,8 @@ func (g *Gateway) reserveSession(user string, max int) (release func(), ok bool)
 	}, true
 }
 
-// userSessions counts the user's sessions through this gateway, live and
-// being set up.
+// userSessions counts the user's sessions: live and being set up through
+// this gateway, live through the other gateways of the cluster.
 func (g *Gateway) userSessions(user string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -227,6 +227,9 @@ func (g *Gateway) userSessions(user string) int {
 
 func (g *Gateway) userSessionsLocked(user string) int {
 	n := g.settingUp[user]
+	if g.cluster != nil {
+		n += g.cluster.SessionsElsewhere(user)
+	}
 	for _, s := range g.sessions {
 		if s.User == user {
 			n++

@@ -49,5 +49,25 @@ func (m *metrics) unauthenticated(f func() int) {
 		func() float64 { return float64(f()) }))
 }
 
+// gossipRefusals exports the gossip entries the cluster refused, by
+// reason (a rogue or misconfigured member shows here first).
+func (m *metrics) gossipRefusals(f func() map[string]uint64) {
+	m.reg.MustRegister(&refusalCollector{f: f, desc: prometheus.NewDesc("frontdoor_gossip_refused_total",
+		"Gossiped entries refused: unsigned or wrongly signed health, a node not in the inventory, an address or pool claim that does not match it, unsealed gateway state, versions ahead of the clock.",
+		[]string{"reason"}, nil)})
+}
+
+type refusalCollector struct {
+	f    func() map[string]uint64
+	desc *prometheus.Desc
+}
+
+func (r *refusalCollector) Describe(ch chan<- *prometheus.Desc) { ch <- r.desc }
+func (r *refusalCollector) Collect(ch chan<- prometheus.Metric) {
+	for reason, n := range r.f() {
+		ch <- prometheus.MustNewConstMetric(r.desc, prometheus.CounterValue, float64(n), reason)
+	}
+}
+
 // Registry exposes the gateway's metrics for the admin HTTP server.
 func (g *Gateway) Registry() *prometheus.Registry { return g.metrics.reg }

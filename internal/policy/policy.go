@@ -1,14 +1,19 @@
 // Package policy turns a user's identity into what that user may do: which
-// login-node pools they may reach, which forwardings they get, session limits
-// and (later) their Slurm account. Pure functions over values: no I/O.
+// login-node pools they may reach, which forwardings they get and where to,
+// session limits and idle timeout, and their Slurm account, partitions, QOS
+// and GPU limits. Pure functions over values: no I/O.
 package policy
 
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"net/netip"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Config is the "policy" section of the gateway configuration. Rules are
@@ -16,7 +21,13 @@ import (
 // matches is denied.
 type Config struct {
 	Rules []Rule `yaml:"rules"`
+	// RefusalMessage is what a user no rule matches is told; say whom to
+	// ask. Default: DefaultRefusalMessage.
+	RefusalMessage string `yaml:"refusal_message"`
 }
+
+// DefaultRefusalMessage is told to a user no rule matches.
+const DefaultRefusalMessage = "your account has no access to this cluster; ask the cluster's administrators to add you to a group that has"
 
 // Rule grants (or denies) access to users by name or group membership.
 type Rule struct {
@@ -35,9 +46,81 @@ type Rule struct {
 	// -D), remote (ssh -R), streamlocal (Unix sockets, both directions).
 	// Omitted: everything but x11. An explicit empty list forbids all.
 	Forwarding []string `yaml:"forwarding"`
-	// MaxSessions caps this user's concurrent SSH connections through one
-	// gateway (0 = no cap).
+	// ForwardTo limits where -L and -D may lead: "node" (the user's own
+	// login node: localhost, its name and address; the default), "any",
+	// or host names (a leading "*." matches subdomains) and CIDRs, which
+	// may be combined with "node".
+	ForwardTo []string `yaml:"forward_to"`
+	// MaxSessions caps this user's concurrent SSH connections across all
+	// gateways (0 = no cap). Gateways share counts by gossip, so two
+	// logins racing on two gateways within the propagation delay (tens
+	// of ms) can both pass.
 	MaxSessions int `yaml:"max_sessions"`
+	// IdleTimeout closes a connection that relayed nothing for this long
+	// (0 = never), after a warning IdleWarning before (default 5m, or half
+	// the timeout if that is shorter).
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	IdleWarning time.Duration `yaml:"idle_warning"`
+	// Message is what a deny rule tells the users it refuses.
+	Message string `yaml:"message"`
+	// Slurm is what the rule's users get in Slurm; nil: nothing
+	// (frontdoor slurm leaves them alone).
+	Slurm *Slurm `yaml:"slurm"`
+}
+
+// Slurm is a rule's grant in Slurm's terms. `frontdoor slurm apply` makes
+// Slurm's accounting match it; the login shows it in the environment and
+// banner.
+type Slurm struct {
+	// Account is the Slurm account the rule's users are associated with
+	// (their default account), created under slurm.parent_account.
+	Account string `yaml:"account"`
+	// Partitions the users may submit to (their associations); empty: all.
+	// DefaultPartition is the one FRONTDOOR_PARTITION (and with
+	// set_job_defaults, SBATCH_PARTITION) names; default the first.
+	Partitions       []string `yaml:"partitions"`
+	DefaultPartition string   `yaml:"default_partition"`
+	// QOS lists extra QOS the users may use (they must exist in Slurm).
+	QOS []string `yaml:"qos"`
+	// GPUsPerUser caps the GPUs one user holds at once (gres/gpu, through
+	// the rule's QOS MaxTRESPerUser); GPUsPerUserByType caps a GPU type
+	// (gres/gpu:h100). 0 / empty: no cap.
+	GPUsPerUser       int            `yaml:"gpus_per_user"`
+	GPUsPerUserByType map[string]int `yaml:"gpus_per_user_by_type"`
+	// GPUsPerAccount caps the GPUs the whole account holds (GrpTRES);
+	// GPUsPerAccountByType per GPU type.
+	GPUsPerAccount       int            `yaml:"gpus_per_account"`
+	GPUsPerAccountByType map[string]int `yaml:"gpus_per_account_by_type"`
+	// DenyOnLimit refuses a job over a per-user limit at submission,
+	// rather than holding it pending until the user's GPUs free up.
+	DenyOnLimit bool `yaml:"deny_on_limit"`
+	// SetJobDefaults also sets SBATCH_ACCOUNT, SALLOC_ACCOUNT,
+	// SLURM_ACCOUNT, SBATCH_PARTITION, SALLOC_PARTITION, SLURM_PARTITION
+	// (and *_QOS with one QOS) in each session. Opt-in: these environment
+	// variables override #SBATCH lines in job scripts.
+	SetJobDefaults bool `yaml:"set_job_defaults"`
+}
+
+// QOSName is the QOS frontdoor manages for a rule with per-user GPU
+// limits.
+func QOSName(rule string) string { return "fd-" + rule }
+
+// HasUserLimits reports whether the grant needs its own QOS.
+func (s *Slurm) HasUserLimits() bool {
+	return s != nil && (s.GPUsPerUser > 0 || len(s.GPUsPerUserByType) > 0)
+}
+
+// Partition is the default partition ("" if none).
+func (s *Slurm) Partition() string {
+	switch {
+	case s == nil:
+		return ""
+	case s.DefaultPartition != "":
+		return s.DefaultPartition
+	case len(s.Partitions) > 0:
+		return s.Partitions[0]
+	}
+	return ""
 }
 
 // Forwarding kinds a rule can grant.
@@ -65,7 +148,35 @@ type Decision struct {
 	Rule        string
 	Pools       []string
 	Rights      Rights
+	ForwardTo   []string // see Rule.ForwardTo; never empty ("node" by default)
 	MaxSessions int
+	IdleTimeout time.Duration
+	IdleWarning time.Duration
+	// Slurm is the rule's Slurm grant (nil: none); QOS, if the rule has
+	// per-user GPU limits, is the QOS frontdoor manages for it.
+	Slurm *Slurm
+	QOS   []string
+	// Message is what to tell a refused user.
+	Message string
+}
+
+// GPULimit is the per-user GPU limit as the environment states it: "4",
+// "h100=4,a100=2" with types, "none" without a limit.
+func (d Decision) GPULimit() string {
+	if d.Slurm == nil {
+		return "none"
+	}
+	var parts []string
+	if d.Slurm.GPUsPerUser > 0 {
+		parts = append(parts, strconv.Itoa(d.Slurm.GPUsPerUser))
+	}
+	for _, t := range slices.Sorted(maps.Keys(d.Slurm.GPUsPerUserByType)) {
+		parts = append(parts, t+"="+strconv.Itoa(d.Slurm.GPUsPerUserByType[t]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ",")
 }
 
 // ErrDenied is returned (wrapped) when no rule grants access or a deny rule
@@ -83,25 +194,80 @@ func (c Config) Evaluate(user string, groups []string) (Decision, error) {
 			name = fmt.Sprintf("rule %d", i+1)
 		}
 		if r.Deny {
-			return Decision{Rule: name}, fmt.Errorf("%w: rule %q", ErrDenied, name)
+			msg := r.Message
+			if msg == "" {
+				msg = c.refusal()
+			}
+			return Decision{Rule: name, Message: msg}, fmt.Errorf("%w: rule %q", ErrDenied, name)
 		}
 		fwd := r.Forwarding
 		if fwd == nil {
 			fwd = DefaultForwarding
 		}
-		return Decision{
+		to := slices.Clone(r.ForwardTo)
+		if len(to) == 0 {
+			to = []string{ForwardToNode}
+		}
+		d := Decision{
 			Rule:        name,
 			Pools:       slices.Clone(r.Pools),
 			Rights:      rightsOf(fwd),
+			ForwardTo:   to,
 			MaxSessions: r.MaxSessions,
-		}, nil
+			IdleTimeout: r.IdleTimeout,
+			IdleWarning: r.idleWarning(),
+		}
+		if r.Slurm != nil {
+			sl := *r.Slurm
+			d.Slurm = &sl
+			d.QOS = slices.Clone(sl.QOS)
+			if sl.HasUserLimits() {
+				d.QOS = append([]string{QOSName(name)}, d.QOS...)
+			}
+		}
+		return d, nil
 	}
-	return Decision{}, fmt.Errorf("%w: no rule matches user %q", ErrDenied, user)
+	return Decision{Message: c.refusal()}, fmt.Errorf("%w: no rule matches user %q", ErrDenied, user)
+}
+
+// Forward destinations with a meaning of their own.
+const (
+	ForwardToNode = "node"
+	ForwardToAny  = "any"
+)
+
+func (c Config) refusal() string {
+	if c.RefusalMessage != "" {
+		return c.RefusalMessage
+	}
+	return DefaultRefusalMessage
+}
+
+func (r Rule) idleWarning() time.Duration {
+	switch {
+	case r.IdleTimeout <= 0:
+		return 0
+	case r.IdleWarning > 0:
+		return r.IdleWarning
+	}
+	return min(5*time.Minute, r.IdleTimeout/2)
+}
+
+// RuleName is the name rule i goes by.
+func (c Config) RuleName(i int) string {
+	if c.Rules[i].Name != "" {
+		return c.Rules[i].Name
+	}
+	return fmt.Sprintf("rule %d", i+1)
 }
 
 func (r Rule) matches(user string, groups []string) bool {
-	if slices.Contains(r.Users, user) {
-		return true
+	// Directory names are case-insensitive (AD lower-cases what it
+	// returns; a rule may be written "Alice").
+	for _, u := range r.Users {
+		if strings.EqualFold(u, user) {
+			return true
+		}
 	}
 	for _, g := range r.Groups {
 		if g == "*" {
@@ -141,36 +307,197 @@ type Problem struct {
 	Key, Msg string
 }
 
-var poolName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+var (
+	poolName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+	// slurmName is what frontdoor will pass to sacctmgr as an account,
+	// partition, QOS or GPU type: no spaces, commas, '=' or quotes.
+	slurmName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	// slurmLower is an account, QOS or user name: sacctmgr lower-cases
+	// them, so frontdoor insists on lower case; gpuType is a GRES type.
+	slurmLower = regexp.MustCompile(`^[a-z0-9_][a-z0-9_.-]{0,59}$`)
+	gpuType    = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+	hostName   = regexp.MustCompile(`^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62})?)*$`)
+)
+
+// Known is what the rest of the configuration defines, for checking the
+// names rules use. A nil list is not checked.
+type Known struct {
+	Pools      []string
+	Partitions []string
+}
 
 // Validate checks the rules and returns every problem found.
-func (c Config) Validate() []Problem {
+func (c Config) Validate(known Known) []Problem {
 	var ps []Problem
+	add := func(key, format string, args ...any) { ps = append(ps, Problem{key, fmt.Sprintf(format, args...)}) }
+	names := map[string]int{}
+	accountGPUs := map[string]int{} // account → rule index first limiting it
 	for i, r := range c.Rules {
 		key := fmt.Sprintf("rules[%d]", i)
+		if r.Name != "" {
+			if j, dup := names[strings.ToLower(r.Name)]; dup {
+				add(key+".name", "%q is also the name of rules[%d]", r.Name, j)
+			}
+			names[strings.ToLower(r.Name)] = i
+		}
 		if len(r.Users) == 0 && len(r.Groups) == 0 {
-			ps = append(ps, Problem{key, "a rule needs users or groups to match (use groups: [\"*\"] for everyone)"})
+			add(key, "a rule needs users or groups to match (use groups: [\"*\"] for everyone)")
 		}
 		if !r.Deny && len(r.Pools) == 0 {
-			ps = append(ps, Problem{key + ".pools", "an allow rule needs at least one pool"})
+			add(key+".pools", "an allow rule needs at least one pool")
 		}
 		for j, p := range r.Pools {
-			if !poolName.MatchString(p) {
-				ps = append(ps, Problem{fmt.Sprintf("%s.pools[%d]", key, j), fmt.Sprintf("%q is not a valid pool name", p)})
+			switch {
+			case !poolName.MatchString(p):
+				add(fmt.Sprintf("%s.pools[%d]", key, j), "%q is not a valid pool name", p)
+			case known.Pools != nil && !slices.Contains(known.Pools, p):
+				add(fmt.Sprintf("%s.pools[%d]", key, j), "pool %q has no login nodes (pools: %s)", p, listOr(known.Pools))
 			}
 		}
 		for j, f := range r.Forwarding {
 			if !slices.Contains(allForwardings, f) {
-				ps = append(ps, Problem{fmt.Sprintf("%s.forwarding[%d]", key, j),
-					fmt.Sprintf("unknown forwarding %q (want one of %s)", f, strings.Join(allForwardings, ", "))})
+				add(fmt.Sprintf("%s.forwarding[%d]", key, j), "unknown forwarding %q (want one of %s)", f, strings.Join(allForwardings, ", "))
 			}
 		}
+		for j, d := range r.ForwardTo {
+			if !validDestination(d) {
+				add(fmt.Sprintf("%s.forward_to[%d]", key, j), "%q is not \"node\", \"any\", a host name, \"*.domain\" or a CIDR", d)
+			}
+		}
+		if slices.Contains(r.ForwardTo, ForwardToAny) && len(r.ForwardTo) > 1 {
+			add(key+".forward_to", "\"any\" already allows everything; list it alone")
+		}
 		if r.MaxSessions < 0 {
-			ps = append(ps, Problem{key + ".max_sessions", "must not be negative"})
+			add(key+".max_sessions", "must not be negative")
+		}
+		if r.IdleTimeout < 0 {
+			add(key+".idle_timeout", "must not be negative")
+		}
+		if r.IdleWarning < 0 || (r.IdleWarning > 0 && r.IdleWarning >= r.IdleTimeout) {
+			add(key+".idle_warning", "must be positive and shorter than idle_timeout")
+		}
+		if r.Deny && (r.Slurm != nil || len(r.Pools) > 0) {
+			add(key, "a deny rule grants nothing: remove pools and slurm")
+		}
+		if r.Message != "" && !r.Deny {
+			add(key+".message", "only a deny rule has a refusal message (policy.refusal_message is for users no rule matches)")
+		}
+		if r.Slurm != nil {
+			ps = append(ps, r.Slurm.problems(key+".slurm", r.Name, known)...)
+			if a := r.Slurm.Account; a != "" && (r.Slurm.GPUsPerAccount > 0 || len(r.Slurm.GPUsPerAccountByType) > 0) {
+				if j, ok := accountGPUs[a]; ok {
+					o := c.Rules[j].Slurm
+					if o.GPUsPerAccount != r.Slurm.GPUsPerAccount || !maps.Equal(o.GPUsPerAccountByType, r.Slurm.GPUsPerAccountByType) {
+						add(key+".slurm.gpus_per_account", "account %q is limited differently by rules[%d]; an account has one limit", a, j)
+					}
+				} else {
+					accountGPUs[a] = i
+				}
+			}
+		}
+	}
+	for j := range c.Rules {
+		for i := range j {
+			if c.Rules[i].covers(c.Rules[j]) {
+				add(fmt.Sprintf("rules[%d]", j), "never matches: everyone it selects is matched first by rules[%d] (%s)", i, c.RuleName(i))
+				break
+			}
 		}
 	}
 	if len(c.Rules) == 0 {
-		ps = append(ps, Problem{"rules", "no rules: every user would be denied"})
+		add("rules", "no rules: every user would be denied")
 	}
 	return ps
+}
+
+func (s *Slurm) problems(key, rule string, known Known) []Problem {
+	var ps []Problem
+	add := func(k, format string, args ...any) { ps = append(ps, Problem{k, fmt.Sprintf(format, args...)}) }
+	if rule == "" || !slurmLower.MatchString(rule) {
+		add(key, "a rule with a slurm section needs a name usable in Slurm (lower-case letters, digits, '_', '-', '.'): frontdoor names its QOS after it")
+	}
+	if s.Account == "" {
+		add(key+".account", "required")
+	} else if !slurmLower.MatchString(s.Account) {
+		add(key+".account", "%q is not a valid Slurm account name (lower-case letters, digits, '_', '-', '.')", s.Account)
+	}
+	for j, p := range s.Partitions {
+		switch {
+		case !slurmName.MatchString(p):
+			add(fmt.Sprintf("%s.partitions[%d]", key, j), "%q is not a valid partition name", p)
+		case known.Partitions != nil && !slices.Contains(known.Partitions, p):
+			add(fmt.Sprintf("%s.partitions[%d]", key, j), "partition %q is not in slurm.partitions (%s)", p, listOr(known.Partitions))
+		}
+	}
+	if d := s.DefaultPartition; d != "" {
+		switch {
+		case len(s.Partitions) > 0 && !slices.Contains(s.Partitions, d):
+			add(key+".default_partition", "%q is not one of this rule's partitions", d)
+		case known.Partitions != nil && !slices.Contains(known.Partitions, d):
+			add(key+".default_partition", "partition %q is not in slurm.partitions (%s)", d, listOr(known.Partitions))
+		case !slurmName.MatchString(d):
+			add(key+".default_partition", "%q is not a valid partition name", d)
+		}
+	}
+	for j, q := range s.QOS {
+		if !slurmLower.MatchString(q) {
+			add(fmt.Sprintf("%s.qos[%d]", key, j), "%q is not a valid QOS name", q)
+		}
+	}
+	if s.GPUsPerUser < 0 || s.GPUsPerAccount < 0 {
+		add(key, "GPU limits must not be negative")
+	}
+	for name, m := range map[string]map[string]int{"gpus_per_user_by_type": s.GPUsPerUserByType, "gpus_per_account_by_type": s.GPUsPerAccountByType} {
+		for t, n := range m {
+			if !gpuType.MatchString(t) {
+				add(key+"."+name, "%q is not a valid GPU type", t)
+			}
+			if n < 0 {
+				add(key+"."+name+"."+t, "must not be negative")
+			}
+		}
+	}
+	if s.DenyOnLimit && !s.HasUserLimits() {
+		add(key+".deny_on_limit", "has no effect without gpus_per_user or gpus_per_user_by_type")
+	}
+	return ps
+}
+
+// covers reports whether every user r2 can match is matched by r (so r2,
+// after r, never matches).
+func (r Rule) covers(r2 Rule) bool {
+	if slices.Contains(r.Groups, "*") {
+		return true
+	}
+	if slices.Contains(r2.Groups, "*") {
+		return false
+	}
+	for _, u := range r2.Users {
+		if !slices.ContainsFunc(r.Users, func(x string) bool { return strings.EqualFold(x, u) }) {
+			return false
+		}
+	}
+	for _, g := range r2.Groups {
+		if !slices.ContainsFunc(r.Groups, func(x string) bool { return strings.EqualFold(x, g) }) {
+			return false
+		}
+	}
+	return len(r2.Users)+len(r2.Groups) > 0
+}
+
+func validDestination(d string) bool {
+	if d == ForwardToNode || d == ForwardToAny {
+		return true
+	}
+	if _, err := netip.ParsePrefix(d); err == nil {
+		return true
+	}
+	return len(d) <= 253 && hostName.MatchString(d)
+}
+
+func listOr(xs []string) string {
+	if len(xs) == 0 {
+		return "none defined"
+	}
+	return strings.Join(xs, ", ")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // Buffers for copying channel data. An idle channel blocks in Read holding
@@ -21,9 +22,10 @@ var (
 )
 
 // copyData copies src to dst until EOF or error, like io.Copy, with
-// adaptively sized pooled buffers. It returns the bytes written; EOF is not
-// an error.
-func copyData(dst io.Writer, src io.Reader) (int64, error) {
+// adaptively sized pooled buffers, adding the bytes written to counter as
+// they go (the idle timeout and live statistics read it while the channel
+// is open). It returns the bytes written; EOF is not an error.
+func copyData(dst io.Writer, src io.Reader, counter *atomic.Int64) (int64, error) {
 	bp := smallPool.Get().(*[]byte)
 	large := false
 	defer func() {
@@ -40,6 +42,7 @@ func copyData(dst io.Writer, src io.Reader) (int64, error) {
 		if n > 0 {
 			w, werr := dst.Write(buf[:n])
 			total += int64(w)
+			counter.Add(int64(w))
 			if werr != nil {
 				return total, werr
 			}

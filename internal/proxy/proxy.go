@@ -353,8 +353,7 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 	input.Add(1)
 	go func() {
 		defer input.Done()
-		n, _ := copyData(up, down)
-		r.Stats.BytesUp.Add(n)
+		copyData(up, down, &r.Stats.BytesUp)
 		up.CloseWrite()
 	}()
 	downDone := make(chan struct{})
@@ -389,8 +388,7 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 		stderr.Add(1)
 		go func() {
 			defer stderr.Done()
-			n, _ := copyData(down.Stderr(), up.Stderr())
-			r.Stats.BytesDown.Add(n)
+			copyData(down.Stderr(), up.Stderr(), &r.Stats.BytesDown)
 		}()
 	} else {
 		markExited()
@@ -398,8 +396,7 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 	output.Add(1)
 	go func() {
 		defer output.Done()
-		n, _ := copyData(down, up)
-		r.Stats.BytesDown.Add(n)
+		copyData(down, up, &r.Stats.BytesDown)
 		stderr.Wait()
 		<-exited
 		down.CloseWrite()

@@ -453,10 +453,16 @@ func (p *planner) planUser(name string, u User, desired bool, cur UserState, exi
 		return
 	}
 	if len(wants) == 0 && len(unmanagedLeft) == 0 {
-		// Nothing of the user remains: remove the record (sacctmgr
-		// removes the associations with it).
+		// Nothing of the user remains: remove the record, which removes
+		// the associations with it. Without a cluster condition: Slurm
+		// (22.05) refuses "delete user where name=X cluster=C" and every
+		// narrower form with "You can not remove the default account of
+		// a user" once the default account's associations would all go
+		// (checked on a real slurmdbd, test/slurme2e). This removes the
+		// user from every cluster of the accounting database, so manage
+		// a database whose users live on this cluster only.
 		p.add(stepUserRemove, Change{Op: OpRemove, Kind: "user", Name: name,
-			Args: []string{"delete", "user", "where", "name=" + name, p.cluster}})
+			Args: []string{"delete", "user", "where", "name=" + name}})
 		return
 	}
 	if len(wants) == 0 && !unmanagedLeft[cur.DefaultAccount] {

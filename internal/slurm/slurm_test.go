@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoor-hpc/frontdoor/test/harness"
 	slurmh "github.com/frontdoor-hpc/frontdoor/test/harness/slurm"
+	"github.com/frontdoor-hpc/frontdoor/test/harness/sys"
 )
 
 var (
@@ -142,7 +142,7 @@ func submitUntil(t *testing.T, user string, ok func(id string, err error) bool, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	werr := harness.WaitFor(ctx, 30*time.Second, func() error {
+	werr := sys.WaitFor(ctx, 30*time.Second, func() error {
 		id, err = cluster.Submit(ctx, user, args...)
 		if ok(id, err) {
 			return nil
@@ -411,7 +411,7 @@ func TestReconcile(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Back up: the same plan applies, then nothing is left.
-		harness.WaitFor(ctx, 30*time.Second, func() error { _, err := c.State(ctx); return err })
+		sys.WaitFor(ctx, 30*time.Second, func() error { _, err := c.State(ctx); return err })
 		apply(t, c, d)
 		apply(t, c, labPolicy())
 	})
@@ -436,7 +436,7 @@ func TestUsageNeverBlocksLogin(t *testing.T) {
 	start := time.Now()
 	u := uc.Lookup(ctx, alice, "lab")
 	t.Logf("first lookup (squeue) in %v: %+v", time.Since(start).Round(time.Millisecond), u)
-	if err := harness.WaitFor(ctx, 10*time.Second, func() error {
+	if err := sys.WaitFor(ctx, 10*time.Second, func() error {
 		if u := uc.Lookup(ctx, alice, "lab"); u.UserGPUs() != "2" || u.AccountGPUs() != "2" {
 			return fmt.Errorf("usage %+v (%v)", u, uc.Err())
 		}
@@ -468,7 +468,7 @@ func TestUsageNeverBlocksLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumed = true
-	if err := harness.WaitFor(ctx, 30*time.Second, func() error {
+	if err := sys.WaitFor(ctx, 30*time.Second, func() error {
 		expire()
 		if u := uc.Lookup(ctx, alice, "lab"); !u.Known {
 			return fmt.Errorf("still unknown (%v)", uc.Err())

@@ -175,6 +175,10 @@ func (t *Throttle) Reserve(ctx context.Context, user, src string) (*Reservation,
 				t.mu.Unlock()
 				return nil, wait, ErrThrottled
 			}
+			if !t.room(t.users, user, now, t.cfg.UserWindow) || !t.room(t.sources, src, now, t.cfg.SourceWindow) {
+				t.mu.Unlock()
+				return nil, t.cfg.MaxDelay, ErrThrottled
+			}
 			if user != "" {
 				t.get(t.users, user, now, t.cfg.UserWindow).inflight++
 			}
@@ -190,6 +194,26 @@ func (t *Throttle) Reserve(ctx context.Context, user, src string) (*Reservation,
 		case <-wake:
 		case <-ctx.Done():
 			return nil, 0, ctx.Err()
+		}
+	}
+}
+
+// room reports whether key is tracked, or can be without forgetting a key
+// that still restricts: a full table refuses a newcomer (fail closed)
+// rather than drop someone's history. t.mu held.
+func (t *Throttle) room(m map[string]*state, key string, now time.Time, window time.Duration) bool {
+	if key == "" || m[key] != nil || len(m) < t.cfg.MaxEntries {
+		return true
+	}
+	t.pruneIdle(m, now, window)
+	return len(m) < t.cfg.MaxEntries
+}
+
+// pruneIdle drops keys that no longer restrict anything. t.mu held.
+func (t *Throttle) pruneIdle(m map[string]*state, now time.Time, window time.Duration) {
+	for k, s := range m {
+		if s.inflight == 0 && now.Sub(s.last) >= max(window, t.cfg.MaxDelay) {
+			delete(m, k)
 		}
 	}
 }
@@ -299,14 +323,11 @@ func (t *Throttle) get(m map[string]*state, key string, now time.Time, window ti
 }
 
 // prune drops keys that no longer restrict anything; if all still do, it
-// drops an arbitrary one (memory is bounded; an attacker flooding keys
-// loses its own history first on average).
+// drops an arbitrary one to bound memory. Reserve never gets here with a
+// full table (room refuses the newcomer instead: a flood of names must not
+// flush a victim's history), only Failure called outside a reservation.
 func (t *Throttle) prune(m map[string]*state, now time.Time, window time.Duration) {
-	for k, s := range m {
-		if s.inflight == 0 && now.Sub(s.last) >= max(window, t.cfg.MaxDelay) {
-			delete(m, k)
-		}
-	}
+	t.pruneIdle(m, now, window)
 	if len(m) < t.cfg.MaxEntries {
 		return
 	}

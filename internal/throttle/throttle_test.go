@@ -289,3 +289,47 @@ func TestReserveRefusesWhenAllowanceUsed(t *testing.T) {
 		r.Release()
 	}
 }
+
+// TestFullTableKeepsHistory: when every tracked name still restricts, a
+// new name is refused rather than a victim's failures forgotten (a flood
+// of made-up names must not reset an account's allowance).
+func TestFullTableKeepsHistory(t *testing.T) {
+	th, c := newTest(Config{MaxEntries: 3, UserFailures: 3, UserWindow: 30 * time.Minute, SourceFailures: 1000,
+		SourceWindow: time.Minute, BaseDelay: time.Nanosecond, MaxDelay: time.Nanosecond})
+	ctx := context.Background()
+	fail := func(user string) error {
+		r, _, err := th.Reserve(ctx, user, "")
+		if err != nil {
+			return err
+		}
+		r.Fail()
+		c.advance(time.Millisecond) // past the (1ns) backoff
+		return nil
+	}
+	for range 3 {
+		if err := fail("victim"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fail("victim"); !errors.Is(err, ErrThrottled) {
+		t.Fatalf("4th failure: %v, want throttled", err)
+	}
+	var refused int
+	for i := range 20 {
+		if err := fail(fmt.Sprintf("made-up-%d", i)); errors.Is(err, ErrThrottled) {
+			refused++
+		}
+	}
+	if refused < 18 {
+		t.Fatalf("only %d of 20 new names refused with a full table", refused)
+	}
+	if err := fail("victim"); !errors.Is(err, ErrThrottled) {
+		t.Fatalf("victim's history was flushed: %v", err)
+	}
+	// Once the window passes, entries stop restricting and names are
+	// tracked again.
+	c.advance(31 * time.Minute)
+	if err := fail("made-up-new"); err != nil {
+		t.Fatalf("after the window: %v", err)
+	}
+}

@@ -130,6 +130,10 @@ func TestAdminDrain(t *testing.T) {
 	if r.ExitCode != 0 {
 		t.Fatalf("frontdoor drain: %s", r)
 	}
+	// The admin recorded is the socket peer, as the kernel names it.
+	if !strings.Contains(string(r.Stdout), "login2: draining (by unix:") {
+		t.Fatalf("frontdoor drain should report who drained (the socket's peer): %s", r)
+	}
 	t.Logf("admin drain seen by both gateways after %s", w.waitDraining("login2", true).Round(time.Millisecond))
 	w.checkDrained(ctx, "login2", h)
 

@@ -3,9 +3,12 @@ package clustere2e_test
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
 
@@ -183,6 +186,48 @@ func TestStickyAcrossGateways(t *testing.T) {
 		t.Fatalf("%s: live session via gw2 on %s, second connection via gw1 on %s", bob.Name, h.node, again)
 	}
 	if err := h.ping("still-there"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSessionCapAcrossGateways: max_sessions counts a user's sessions on
+// every gateway (gossiped), so a second session through the other gateway
+// is refused with the cap's message; once the first ends, it is allowed.
+func TestSessionCapAcrossGateways(t *testing.T) {
+	u := cappedUser()
+	w := newWorldOpts(t, worldOpts{rules: []policy.Rule{
+		{Name: "capped", Users: []string{u.Name}, Pools: []string{"general"}, MaxSessions: 1},
+		{Name: "everyone", Groups: []string{"*"}, Pools: []string{"general"}},
+	}}, 1.0, 1.0)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h := w.hold(ctx, w.gws[0], u.Name, u)
+	// gw2 counts gw1's session.
+	if err := harness.WaitFor(ctx, 15*time.Second, func() error {
+		out, err := harness.AdminGet(ctx, w.gws[1].admin, "/v1/explain?user="+url.QueryEscape(u.Name))
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "sessions 1 of 1") {
+			return fmt.Errorf("gw2 explain: %s", out)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, r := w.sshNode(ctx, w.gws[1], u.Name, u)
+	if r.ExitCode == 0 || !strings.Contains(string(r.Stderr), "you already have 1 sessions open") {
+		t.Fatalf("second session through gw2: %v; stderr %q", r.Err, r.Stderr)
+	}
+	h.stdin.Close()
+	<-h.done
+	if err := harness.WaitFor(ctx, 15*time.Second, func() error {
+		_, r := w.sshNode(ctx, w.gws[1], u.Name, u)
+		if r.ExitCode != 0 {
+			return fmt.Errorf("after the first ended: %v %q", r.Err, r.Stderr)
+		}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
 
@@ -33,8 +34,10 @@ type world struct {
 	dir       string
 	label     string
 	gossipKey string
-	nodes     []*loginNode
-	gws       []*gw
+	// gatewayKey seals gateway state; only the gateways get it.
+	gatewayKey string
+	nodes      []*loginNode
+	gws        []*gw
 	// knownHosts trusts every gateway's SSH address (one host key).
 	knownHosts string
 
@@ -88,7 +91,7 @@ type loginNode struct {
 type gw struct {
 	name       string
 	sshAddr    string
-	admin      string
+	admin      string // the admin API's Unix socket
 	gossipAddr string
 	cfg        string
 	log        string
@@ -134,6 +137,8 @@ type worldOpts struct {
 	// connectTimeout is backend.connect_timeout (default 10 s: generous
 	// for sshd's fork and key exchange on a loaded 2-core machine).
 	connectTimeout time.Duration
+	// rules replace the default policy (everyone, pool general).
+	rules []policy.Rule
 }
 
 func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
@@ -151,7 +156,10 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 	os.Chmod(dir, 0o755)
 	k := make([]byte, 32)
 	rand.Read(k)
-	w := &world{t: t, dir: dir, label: "clustere2e-" + filepath.Base(dir), gossipKey: base64.StdEncoding.EncodeToString(k)}
+	gk := make([]byte, 32)
+	rand.Read(gk)
+	w := &world{t: t, dir: dir, label: "clustere2e-" + filepath.Base(dir), gossipKey: base64.StdEncoding.EncodeToString(k),
+		gatewayKey: base64.StdEncoding.EncodeToString(gk)}
 	// Registered early, so it runs late: logs are complete by then.
 	t.Cleanup(w.dumpLogsOnFailure)
 	t.Cleanup(w.stopAll)
@@ -180,7 +188,7 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 	// Gateways: each joins the other, so either can be restarted alone.
 	for i := range 2 {
 		g := &gw{name: fmt.Sprintf("gw%d", i+1), sshAddr: freeAddr(t, "127.0.0.1"),
-			admin: freeAddr(t, "127.0.0.1"), gossipAddr: freeAddr(t, "127.0.0.1")}
+			admin: filepath.Join(dir, fmt.Sprintf("gw%d", i+1), "admin.sock"), gossipAddr: freeAddr(t, "127.0.0.1")}
 		w.gws = append(w.gws, g)
 	}
 	if o.connectTimeout == 0 {
@@ -190,14 +198,16 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 	for i, g := range w.gws {
 		gdir := filepath.Join(dir, g.name)
 		cfg, err := harness.WriteGatewayConfig(gdir, harness.GatewayConfig{Name: g.name, Listen: g.sshAddr,
-			AdminListen: g.admin, Keys: keys, Nodes: entries, UsersFile: usersFile, LogLevel: "debug",
-			ConnectTimeout: o.connectTimeout})
+			AdminSocket: g.admin, Keys: keys, Nodes: entries, UsersFile: usersFile, LogLevel: "debug",
+			ConnectTimeout: o.connectTimeout, Rules: o.rules})
 		if err != nil {
 			t.Fatal(err)
 		}
 		host, port, _ := net.SplitHostPort(g.gossipAddr)
 		p, _ := strconv.Atoi(port)
-		patch := map[string]any{"cluster": w.clusterSection(g.name, host, p, []string{w.gws[1-i].gossipAddr})}
+		cs := w.clusterSection(g.name, host, p, []string{w.gws[1-i].gossipAddr})
+		cs["gateway_keys"] = []string{w.gatewayKey}
+		patch := map[string]any{"cluster": cs}
 		if o.route != nil {
 			patch["route"] = o.route
 		}
@@ -224,6 +234,7 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 		acfg := map[string]any{
 			"node": n.name, "pool": "general", "ssh_addr": n.sshd.Addr(), "metrics_file": n.metrics,
 			"drain_file": n.drain, "interval": "1s", "probe_interval": "250ms", "cluster": cs,
+			"host_key": n.sshd.HostKeyPath(),
 		}
 		b, err := yaml.Marshal(acfg)
 		if err != nil {
@@ -278,8 +289,8 @@ func (w *world) startGateway(ctx context.Context, g *gw) error {
 		if p.exited() {
 			return fmt.Errorf("gateway %s exited: %s", g.name, tail(g.log, 1500))
 		}
-		for _, a := range []string{g.sshAddr, g.admin} {
-			c, err := net.DialTimeout("tcp", a, time.Second)
+		for _, a := range [][2]string{{"tcp", g.sshAddr}, {"unix", g.admin}} {
+			c, err := net.DialTimeout(a[0], a[1], time.Second)
 			if err != nil {
 				return fmt.Errorf("gateway %s: %w", g.name, err)
 			}
@@ -321,7 +332,7 @@ func (w *world) nodeNames() []string {
 func (w *world) freshUser() *harness.User {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.nextUser >= len(users)-1 {
+	if w.nextUser >= len(users)-2 {
 		w.t.Fatalf("user pool exhausted (%d users): raise poolSize", len(users))
 	}
 	u := users[w.nextUser]
@@ -332,6 +343,9 @@ func (w *world) freshUser() *harness.User {
 // probeUser is a user kept out of every login, for asking explain how a
 // fresh user would be routed.
 func probeUser() *harness.User { return users[len(users)-1] }
+
+// cappedUser is kept for the session-cap test: worlds with rules name it.
+func cappedUser() *harness.User { return users[len(users)-2] }
 
 // setLoad rewrites the node's metrics file (write and rename: the agent
 // must never read half a file).
@@ -412,7 +426,7 @@ func (v view) usable(node string) error {
 
 func (w *world) fetchView(ctx context.Context, g *gw) (view, error) {
 	var ns []nodeInfo
-	if err := harness.GetJSON(ctx, "http://"+g.admin+"/v1/nodes", &ns); err != nil {
+	if err := harness.AdminGetJSON(ctx, g.admin, "/v1/nodes", &ns); err != nil {
 		return nil, err
 	}
 	v := view{}
@@ -462,7 +476,7 @@ type decision struct {
 }
 
 func (w *world) explain(ctx context.Context, g *gw, login string) (decision, error) {
-	body, err := harness.HTTPGet(ctx, "http://"+g.admin+"/v1/explain?user="+url.QueryEscape(login))
+	body, err := harness.AdminGet(ctx, g.admin, "/v1/explain?user="+url.QueryEscape(login))
 	if err != nil {
 		return decision{}, err
 	}

@@ -46,6 +46,7 @@ var (
 	bob   *harness.User // group vision-lab: pool general, no forwarding at all
 	carol *harness.User // may use pools general and broken (badnode)
 	dave  *harness.User // group suspended: denied by policy
+	erin  *harness.User // group gpu-lab: a Slurm grant, job defaults, idle timeout
 
 	directKnownHosts string // known_hosts for logging in to the nodes directly
 	// frontdoorBin is the binary the nodes' sshd runs to check principals.
@@ -55,11 +56,16 @@ var (
 // Unix user names are prefixed so that they cannot collide with the
 // directory users of other test suites (see docs/ARCHITECTURE.md, the
 // winbind pitfall).
+// idleTimeout is erin's rule's idle timeout: short, so that a test can
+// watch a session be closed.
+const idleTimeout = 4 * time.Second
+
 const (
 	aliceName = "e2e-alice"
 	bobName   = "e2e-bob"
 	carolName = "e2e-carol"
 	daveName  = "e2e-dave"
+	erinName  = "e2e-erin"
 )
 
 // requiredPrograms must be installed for this suite (make deps).
@@ -131,6 +137,7 @@ func setup(ctx context.Context, stops *[]func()) error {
 		{&bob, bobName, "", []string{"vision-lab"}},
 		{&carol, carolName, "", []string{"ops"}},
 		{&dave, daveName, "", []string{"suspended"}},
+		{&erin, erinName, "", []string{"gpu-lab"}},
 	} {
 		if *u.p, err = harness.NewUser(udir, u.name, u.password, u.groups...); err != nil {
 			return err
@@ -174,14 +181,19 @@ func setup(ctx context.Context, stops *[]func()) error {
 
 	usersFile := filepath.Join(base, "gw", "users.yaml")
 	os.MkdirAll(filepath.Dir(usersFile), 0o755)
-	if err := harness.WriteUsersFile(usersFile, alice, bob, carol, dave); err != nil {
+	if err := harness.WriteUsersFile(usersFile, alice, bob, carol, dave, erin); err != nil {
 		return err
 	}
 	// badnode's known_hosts entry names a key the node does not have.
 	_, wrong, _ := ed25519.GenerateKey(rand.Reader)
 	wrongSigner, _ := ssh.NewSignerFromKey(wrong)
 	bad := badnode.Entry("broken")
-	bad.KnownHosts = harness.KnownHostsLine(badnode.Addr(), wrongSigner.PublicKey())
+	bad.KnownHosts = harness.NodeKnownHostsLine(badnode.Name(), wrongSigner.PublicKey())
+	// "impostor" is listed at login2's address with login1's key: host keys
+	// are bound to names, so login2 cannot pass as impostor even though
+	// its own key (under its own name) is trusted.
+	impostor := harness.NodeEntry{Name: "impostor", Addr: login2.Addr(), Pool: "broken",
+		KnownHosts: harness.NodeKnownHostsLine("impostor", login1.HostKey())}
 
 	// The gateway lives until the deferred Close, not for the setup's ctx.
 	gw, err = harness.StartGateway(context.Background(), harness.GatewayOptions{
@@ -196,10 +208,14 @@ func setup(ctx context.Context, stops *[]func()) error {
 			// address, like a campus behind one NAT: exempt it from
 			// the per-source limits (test/adversarial checks those).
 			GatewayExtra: map[string]any{"admission_exempt": []string{"127.0.0.0/8"}, "max_startups": 1000},
-			Nodes:        []harness.NodeEntry{login1.Entry("general"), login2.Entry("general"), bad},
+			Nodes:        []harness.NodeEntry{login1.Entry("general"), login2.Entry("general"), bad, impostor},
 			UsersFile:    usersFile,
 			Rules: []policy.Rule{
-				{Name: "suspended", Groups: []string{"suspended"}, Deny: true},
+				{Name: "suspended", Groups: []string{"suspended"}, Deny: true, Message: "your access is suspended; mail hpc-help@example.edu"},
+				{Name: "gpu-lab", Groups: []string{"gpu-lab"}, Pools: []string{"general"}, IdleTimeout: idleTimeout, IdleWarning: idleTimeout / 2,
+					ForwardTo: []string{"node", "127.0.0.0/8"},
+					Slurm: &policy.Slurm{Account: "gpulab", Partitions: []string{"general", "h100"}, DefaultPartition: "h100",
+						GPUsPerUser: 2, GPUsPerAccount: 8, SetJobDefaults: true}},
 				{Name: "ops", Users: []string{carolName}, Pools: []string{"general", "broken"}},
 				{Name: "vision-no-forwarding", Groups: []string{"vision-lab"}, Pools: []string{"general"}, Forwarding: []string{}},
 				{Name: "everyone", Groups: []string{"*"}, Pools: []string{"general"}},

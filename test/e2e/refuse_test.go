@@ -136,6 +136,16 @@ func TestRefuseNodeWithWrongHostKey(t *testing.T) {
 	}
 	r = run(client(carol).SSH(ctx, carolName+"+login1", "echo carol-ok"), nil)
 	mustExit(t, r, 0)
+
+	// A node reached at another node's address is refused: login2's key
+	// is trusted under the name login2 only.
+	since = time.Now()
+	r = run(client(carol).SSH(ctx, carolName+"+impostor", "true"), nil)
+	refused(t, r, "frontdoor: login node impostor is not available right now")
+	ev = wantAudit(t, ctx, since, audit.TypeBackend, carolName, "fail", "host key verification failed")
+	if ev.Node != "impostor" {
+		t.Errorf("backend audit event names node %q", ev.Node)
+	}
 	stillServes(t, ctx)
 }
 
@@ -143,7 +153,7 @@ func TestRefuseByPolicy(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 2*time.Minute)
 	since := time.Now()
-	refused(t, run(client(dave).SSH(ctx, daveName, "true"), nil), "frontdoor: your account has no access to this cluster")
+	refused(t, run(client(dave).SSH(ctx, daveName, "true"), nil), "frontdoor: your access is suspended; mail hpc-help@example.edu")
 	wantAudit(t, ctx, since, audit.TypeAuth, daveName, "denied", "denied by policy")
 	stillServes(t, ctx)
 }

@@ -322,3 +322,77 @@ func exitStatusAfterEarlyClose(c *ssh.Client, cmd string) (bool, error) {
 	ch.Close()
 	return <-got, nil
 }
+
+// TestSlurmGrantInSession: a rule with a Slurm grant puts it in every
+// session's environment, job defaults included when the rule opts in.
+func TestSlurmGrantInSession(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 2*time.Minute)
+	r := run(client(erin).SSH(ctx, erinName,
+		`echo "[$FRONTDOOR_RULE] [$FRONTDOOR_ACCOUNT] [$FRONTDOOR_PARTITION] [$FRONTDOOR_PARTITIONS] [$FRONTDOOR_QOS] [$FRONTDOOR_GPU_LIMIT] [$SBATCH_ACCOUNT] [$SBATCH_PARTITION] [$SLURM_ACCOUNT] [$SALLOC_QOS]"`), nil)
+	mustExit(t, r, 0)
+	want := "[gpu-lab] [gpulab] [h100] [general,h100] [fd-gpu-lab] [2] [gpulab] [h100] [gpulab] [fd-gpu-lab]\n"
+	if got := string(r.Stdout); got != want {
+		t.Fatalf("env on node = %q, want %q", got, want)
+	}
+	// A rule without a grant sets none of it.
+	r = run(client(alice).SSH(ctx, aliceName, `echo "[${FRONTDOOR_ACCOUNT-unset}] [${SBATCH_ACCOUNT-unset}]"`), nil)
+	mustExit(t, r, 0)
+	if got := string(r.Stdout); got != "[unset] [unset]\n" {
+		t.Fatalf("alice's env = %q", got)
+	}
+}
+
+// TestIdleSessionClosed: an interactive session that relays nothing for the
+// rule's idle_timeout is warned, then closed; typing in time keeps it.
+func TestIdleSessionClosed(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 2*time.Minute)
+	term, err := harness.StartTerminal(client(erin).SSH(ctx, erinName, "-tt"), 24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	pos, err := term.Expect(ctx, 0, "Slurm: account gpulab, partitions general,h100 (default h100)", 45*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pos, err = term.Expect(ctx, pos, erinName+"@", 45*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Activity keeps the session: after the warning, a command a second
+	// for twice the idle timeout.
+	if pos, err = term.Expect(ctx, pos, "will be closed in", 2*idleTimeout); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; time.Duration(i)*time.Second < 2*idleTimeout; i++ {
+		word := fmt.Sprintf("tick-%d-done", i)
+		if err := term.Write("echo " + strings.ReplaceAll(word, "-done", "-do''ne") + "\r"); err != nil {
+			t.Fatal(err)
+		}
+		if pos, err = term.Expect(ctx, pos, word, 10*time.Second); err != nil {
+			t.Fatalf("typing kept the session? %v", err)
+		}
+		time.Sleep(time.Second) // the user's pace, not a wait for an event
+	}
+	if strings.Contains(term.Output(), "closing this session") {
+		t.Fatalf("an active session was closed:\n%s", term.Output())
+	}
+	start := time.Now()
+	if _, err = term.Expect(ctx, pos, "frontdoor: closing this session: idle for", 3*idleTimeout); err != nil {
+		t.Fatal(err)
+	}
+	// The check runs every quarter of the timeout, so the close comes
+	// between 3/4 of it and a little over it after the last activity.
+	if el := time.Since(start); el < idleTimeout*3/4-500*time.Millisecond {
+		t.Errorf("closed %v after the last activity; idle_timeout is %v", el, idleTimeout)
+	}
+	code, err := term.Wait(20 * time.Second)
+	if err != nil {
+		t.Fatalf("session not closed: %v", err)
+	}
+	if code == 0 {
+		t.Errorf("ssh exited 0 after an idle close")
+	}
+	t.Logf("closed %v after the last activity (idle_timeout %v)", time.Since(start).Round(100*time.Millisecond), idleTimeout)
+}

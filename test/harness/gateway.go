@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,7 +63,7 @@ func Keys(dir string) (*ClusterKeys, error) {
 }
 
 // NodeEntry is one login node in a gateway configuration, with the
-// known_hosts line the gateway verifies it with.
+// known_hosts line the gateway verifies it with (by node name).
 type NodeEntry struct {
 	Name string
 	Addr string // host:port
@@ -74,7 +75,7 @@ type NodeEntry struct {
 
 // Entry describes n for a gateway configuration, with its real host key.
 func (n *Node) Entry(pool string) NodeEntry {
-	return NodeEntry{Name: n.name, Addr: n.Addr(), Pool: pool, KnownHosts: n.KnownHostsLine()}
+	return NodeEntry{Name: n.name, Addr: n.Addr(), Pool: pool, KnownHosts: NodeKnownHostsLine(n.name, n.hostKey)}
 }
 
 // GatewayConfig is what the harness needs to write a gateway configuration.
@@ -84,10 +85,18 @@ type GatewayConfig struct {
 	// Listen is gateway.listen (default "127.0.0.1:0"; StartGateway listens
 	// itself and ignores it).
 	Listen string
-	// AdminListen is gateway.admin_listen (default: none).
-	AdminListen string
-	Keys        *ClusterKeys
-	Nodes       []NodeEntry
+	// AdminSocket is gateway.admin_socket: default DIR/admin.sock (never
+	// the system's /run/frontdoor, which gateways of one test would share;
+	// a short path under the temporary directory if DIR is too long for a
+	// socket); "off" for none. Tests reach it with AdminGet.
+	AdminSocket string
+	// AdminListen is gateway.admin_listen (default: none). TCP needs
+	// authentication: AdminTokenFile (see WriteAdminTokens), or TLS keys in
+	// GatewayExtra.
+	AdminListen    string
+	AdminTokenFile string
+	Keys           *ClusterKeys
+	Nodes          []NodeEntry
 	// UsersFile is the static directory's users file (see WriteUsersFile).
 	UsersFile string
 	// Rules are the policy rules; default one rule "everyone" granting
@@ -106,13 +115,18 @@ type GatewayConfig struct {
 	// backend sections (e.g. admission limits, backend.min_uid).
 	GatewayExtra map[string]any
 	BackendExtra map[string]any
+	// Sections add or replace whole top-level sections (e.g. "slurm", or
+	// "directory" for an AD directory instead of the static one).
+	Sections map[string]any
+	// RefusalMessage is policy.refusal_message.
+	RefusalMessage string
 }
 
 // WriteGatewayConfig writes DIR/gateway.yaml and the backend known_hosts
 // file DIR/nodes_known_hosts for c, and returns the configuration's path.
 func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
-	if c.Keys == nil || c.UsersFile == "" {
-		return "", errors.New("harness: GatewayConfig needs Keys and UsersFile")
+	if _, ok := c.Sections["directory"]; c.Keys == nil || (c.UsersFile == "" && !ok) {
+		return "", errors.New("harness: GatewayConfig needs Keys and UsersFile (or a directory section)")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("harness: %w", err)
@@ -157,20 +171,32 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 		c.Rules = []policy.Rule{{Name: "everyone", Groups: []string{"*"}, Pools: pools}}
 	}
 	type rule struct {
-		Name        string    `yaml:"name,omitempty"`
-		Users       []string  `yaml:"users,omitempty"`
-		Groups      []string  `yaml:"groups,omitempty"`
-		Deny        bool      `yaml:"deny,omitempty"`
-		Pools       []string  `yaml:"pools,omitempty"`
-		Forwarding  *[]string `yaml:"forwarding,omitempty"` // nil: the default; empty: none
-		MaxSessions int       `yaml:"max_sessions,omitempty"`
+		Name        string        `yaml:"name,omitempty"`
+		Users       []string      `yaml:"users,omitempty"`
+		Groups      []string      `yaml:"groups,omitempty"`
+		Deny        bool          `yaml:"deny,omitempty"`
+		Message     string        `yaml:"message,omitempty"`
+		Pools       []string      `yaml:"pools,omitempty"`
+		Forwarding  *[]string     `yaml:"forwarding,omitempty"` // nil: the default; empty: none
+		ForwardTo   []string      `yaml:"forward_to,omitempty"`
+		MaxSessions int           `yaml:"max_sessions,omitempty"`
+		IdleTimeout string        `yaml:"idle_timeout,omitempty"`
+		IdleWarning string        `yaml:"idle_warning,omitempty"`
+		Slurm       *policy.Slurm `yaml:"slurm,omitempty"`
 	}
 	var rules []rule
 	for _, r := range c.Rules {
-		y := rule{Name: r.Name, Users: r.Users, Groups: r.Groups, Deny: r.Deny, Pools: r.Pools, MaxSessions: r.MaxSessions}
+		y := rule{Name: r.Name, Users: r.Users, Groups: r.Groups, Deny: r.Deny, Message: r.Message, Pools: r.Pools,
+			ForwardTo: r.ForwardTo, MaxSessions: r.MaxSessions, Slurm: r.Slurm}
 		if r.Forwarding != nil {
 			f := r.Forwarding
 			y.Forwarding = &f
+		}
+		if r.IdleTimeout > 0 {
+			y.IdleTimeout = r.IdleTimeout.String()
+		}
+		if r.IdleWarning > 0 {
+			y.IdleWarning = r.IdleWarning.String()
 		}
 		rules = append(rules, y)
 	}
@@ -187,8 +213,15 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 		"host_keys":   []string{c.Keys.HostKey},
 		"user_ca_key": c.Keys.UserCAKey,
 	}
+	if c.AdminSocket == "" {
+		c.AdminSocket = defaultAdminSocket(dir)
+	}
+	gw["admin_socket"] = c.AdminSocket
 	if c.AdminListen != "" {
 		gw["admin_listen"] = c.AdminListen
+	}
+	if c.AdminTokenFile != "" {
+		gw["admin_token_file"] = c.AdminTokenFile
 	}
 	if c.Banner != "" {
 		gw["banner"] = c.Banner
@@ -204,9 +237,12 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 		"backend":   backend,
 		"directory": map[string]any{"kind": "static", "static": map[string]any{"file": c.UsersFile}},
 		"nodes":     nodes,
-		"policy":    map[string]any{"rules": rules},
+		"policy":    policySection(rules, c.RefusalMessage),
 		"audit":     map[string]any{"file": c.AuditFile},
 		"log":       map[string]any{"level": c.LogLevel, "format": "json"},
+	}
+	for k, v := range c.Sections {
+		doc[k] = v
 	}
 	b, err := yaml.Marshal(doc)
 	if err != nil {
@@ -217,6 +253,26 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 		return "", fmt.Errorf("harness: %w", err)
 	}
 	return path, nil
+}
+
+// defaultAdminSocket is DIR/admin.sock, or, when that is longer than a
+// Unix socket path may be (a test's directory named after a long subtest),
+// a short path of its own under the temporary directory.
+func defaultAdminSocket(dir string) string {
+	p := filepath.Join(dir, "admin.sock")
+	if len(p) <= config.MaxSocketPath {
+		return p
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(os.TempDir(), fmt.Sprintf("frontdoor-admin-%x", sum[:6]), "admin.sock")
+}
+
+func policySection(rules any, refusal string) map[string]any {
+	p := map[string]any{"rules": rules}
+	if refusal != "" {
+		p["refusal_message"] = refusal
+	}
+	return p
 }
 
 func contains(s []string, v string) bool {

@@ -55,6 +55,19 @@ func TestWriteGatewayConfigLoads(t *testing.T) {
 	if !reflect.DeepEqual(cfg.Nodes, []config.Node{{Name: "n1", Addr: "127.0.1.9:2222", Pool: "p"}}) {
 		t.Errorf("nodes = %+v", cfg.Nodes)
 	}
+	if want := filepath.Join(dir, "gw", "admin.sock"); cfg.Gateway.AdminSocket != want {
+		t.Errorf("admin socket %q, want %q", cfg.Gateway.AdminSocket, want)
+	}
+	// A directory too deep for a socket path still gives a valid config.
+	deep := filepath.Join(dir, strings.Repeat("d", 60), strings.Repeat("e", 60))
+	path, err = WriteGatewayConfig(deep, GatewayConfig{Keys: keys, UsersFile: users,
+		Nodes: []NodeEntry{{Name: "n1", Addr: "127.0.1.9:2222"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = config.Load(path); err != nil || len(cfg.Gateway.AdminSocket) > config.MaxSocketPath {
+		t.Fatalf("deep directory: %v %q", err, cfg.Gateway.AdminSocket)
+	}
 }
 
 func TestKnownHostsLine(t *testing.T) {

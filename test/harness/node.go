@@ -151,7 +151,7 @@ func (n *Node) writeConfig(o NodeOptions, keyPath string) error {
 		// The user's own key also works directly, for benchmarks that
 		// compare the gateway with a direct login.
 		"AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys", "%u"),
-		"AcceptEnv LANG LC_* VSCODE_* FRONTDOOR_*",
+		"AcceptEnv LANG LC_* VSCODE_* FRONTDOOR_* SBATCH_ACCOUNT SBATCH_PARTITION SBATCH_QOS SALLOC_ACCOUNT SALLOC_PARTITION SALLOC_QOS SLURM_ACCOUNT SLURM_PARTITION SLURM_QOS",
 		"AllowTcpForwarding yes",
 		"AllowStreamLocalForwarding yes",
 		"AllowAgentForwarding yes",
@@ -267,9 +267,20 @@ func (n *Node) LogPath() string { return n.logPath }
 // HostKey is the node's public host key.
 func (n *Node) HostKey() ssh.PublicKey { return n.hostKey }
 
-// KnownHostsLine is the node's known_hosts entry, "[127.0.1.N]:PORT ssh-ed25519 AAAA…".
+// KnownHostsLine is the node's known_hosts entry by address,
+// "[127.0.1.N]:PORT ssh-ed25519 AAAA…", for a client dialling it directly.
 func (n *Node) KnownHostsLine() string {
 	return KnownHostsLine(n.Addr(), n.hostKey)
+}
+
+// HostKeyPath is the node's host private key (an agent signs with it).
+func (n *Node) HostKeyPath() string { return filepath.Join(n.dir, "ssh_host_ed25519_key") }
+
+// NodeKnownHostsLine is a gateway's known_hosts entry for a login node:
+// by node NAME ("login1 ssh-ed25519 AAAA…"), which is how gateways bind a
+// node's host key whatever address it is reached at.
+func NodeKnownHostsLine(name string, key ssh.PublicKey) string {
+	return name + " " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))
 }
 
 // KnownHostsLine formats a known_hosts entry for a host:port and key.

@@ -137,13 +137,11 @@ func run(ctx context.Context, out, bin string, sizeMiB, reps, latN, idleN int) e
 	if err != nil {
 		return err
 	}
-	adminPort, err := freePort()
-	if err != nil {
-		return err
-	}
+	adminSock := filepath.Join(dir, "gw", "admin.sock")
 	cfgPath, err := harness.WriteGatewayConfig(filepath.Join(dir, "gw"), harness.GatewayConfig{
-		Listen: fmt.Sprintf("127.0.0.1:%d", port), AdminListen: fmt.Sprintf("127.0.0.1:%d", adminPort),
-		Keys: keys, Nodes: []harness.NodeEntry{node.Entry("general")}, UsersFile: usersFile, LogLevel: "warn",
+		Listen: fmt.Sprintf("127.0.0.1:%d", port), AdminSocket: adminSock,
+		GatewayExtra: map[string]any{"admin_pprof": true}, // liveMemory forces GCs through it
+		Keys:         keys, Nodes: []harness.NodeEntry{node.Entry("general")}, UsersFile: usersFile, LogLevel: "warn",
 	})
 	if err != nil {
 		return err
@@ -281,8 +279,7 @@ func run(ctx context.Context, out, bin string, sizeMiB, reps, latN, idleN int) e
 	r.GwTrueP50, r.GwTrueP90 = percentile(gl, 50), percentile(gl, 90)
 	r.LatencyRatio = r.GwTrueP50 / r.DirectTrueP50
 
-	adminAddr := fmt.Sprintf("127.0.0.1:%d", adminPort)
-	if err := idleMemory(ctx, &r, gw.Process.Pid, adminAddr, gwAddr, keys.HostPublicKey, u, idleN); err != nil {
+	if err := idleMemory(ctx, &r, gw.Process.Pid, adminSock, gwAddr, keys.HostPublicKey, u, idleN); err != nil {
 		return fmt.Errorf("idle sessions: %w", err)
 	}
 
@@ -354,11 +351,11 @@ func idleMemory(ctx context.Context, r *result, pid int, admin, addr string, hos
 // that stays idle.
 func liveMemory(ctx context.Context, admin string) (bytes, goroutines float64, err error) {
 	for range 4 {
-		if _, err := harness.HTTPGet(ctx, "http://"+admin+"/debug/pprof/heap?gc=1"); err != nil {
+		if _, err := harness.AdminGet(ctx, admin, "/debug/pprof/heap?gc=1"); err != nil {
 			return 0, 0, err
 		}
 	}
-	m, err := harness.HTTPGet(ctx, "http://"+admin+"/metrics")
+	m, err := harness.AdminGet(ctx, admin, "/metrics")
 	if err != nil {
 		return 0, 0, err
 	}

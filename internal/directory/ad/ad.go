@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -284,6 +285,82 @@ func (d *Directory) fetch(ctx context.Context, n Name) (*entry, error) {
 		upn:     strings.ToLower(user.GetAttributeValue("userPrincipalName")),
 		expires: accountExpires(user),
 	}, nil
+}
+
+var _ directory.Lister = (*Directory)(nil)
+
+// Version is the DC's highestCommittedUSN, which grows with every change
+// it commits: cheap to poll for "did anything change". Different DCs have
+// different numbers, so a failover also reads as a change (harmless: one
+// extra reconciliation).
+func (d *Directory) Version(ctx context.Context) (string, error) {
+	var v string
+	err := d.dcs.do(ctx, func(c *ldap.Conn) error {
+		res, err := c.Search(ldap.NewSearchRequest("", ldap.ScopeBaseObject, ldap.NeverDerefAliases, 1,
+			int(d.cfg.Timeout/time.Second), false, "(objectClass=*)", []string{"highestCommittedUSN", "dsServiceName"}, nil))
+		if err != nil {
+			return err
+		}
+		if len(res.Entries) != 1 {
+			return errors.New("ad: rootDSE: no entry")
+		}
+		v = res.Entries[0].GetAttributeValue("dsServiceName") + "@" + res.Entries[0].GetAttributeValue("highestCommittedUSN")
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("ad: directory version: %w", err)
+	}
+	return v, nil
+}
+
+// Members lists the enabled accounts in group, nested membership included
+// (LDAP_MATCHING_RULE_IN_CHAIN), or every enabled account for "*"; paged,
+// so large groups work within the DC's size limits. Membership through
+// primaryGroupID (Domain Users) is not listed: name such groups by a
+// group they are nested in, or use "*". See directory.Lister.
+func (d *Directory) Members(ctx context.Context, group string) ([]string, error) {
+	// Enabled (ACCOUNTDISABLE clear) and not expired (accountExpires is
+	// 0 or "never", or later than now in FILETIME units).
+	ft := (d.now().Unix() + 11644473600) * 10_000_000
+	enabled := fmt.Sprintf("(!(userAccountControl:1.2.840.113556.1.4.803:=2))(|(accountExpires=0)(accountExpires=9223372036854775807)(accountExpires>=%d))", ft)
+	var out []string
+	err := d.dcs.do(ctx, func(c *ldap.Conn) error {
+		out = nil
+		tl := int(d.cfg.Timeout / time.Second)
+		filter := "(&(objectCategory=person)(objectClass=user)" + enabled + ")"
+		if group != "*" {
+			gres, err := c.Search(ldap.NewSearchRequest(d.cfg.BaseDN, ldap.ScopeWholeSubtree, ldap.NeverDerefAliases,
+				2, tl, false, "(&(objectClass=group)(sAMAccountName="+ldap.EscapeFilter(group)+"))", []string{"dn"}, nil))
+			if err != nil && !ldap.IsErrorWithCode(err, ldap.LDAPResultSizeLimitExceeded) {
+				return err
+			}
+			if gres == nil || len(gres.Entries) != 1 {
+				return &directory.Error{Kind: directory.ErrNoSuchGroup, Reason: fmt.Sprintf("ad: group %q not found", group)}
+			}
+			filter = "(&(objectCategory=person)(objectClass=user)" + enabled +
+				"(memberOf:" + matchingRuleInChain + ":=" + ldap.EscapeFilter(gres.Entries[0].DN) + "))"
+		}
+		res, err := c.SearchWithPaging(ldap.NewSearchRequest(d.cfg.BaseDN, ldap.ScopeWholeSubtree, ldap.NeverDerefAliases,
+			0, tl, false, filter, []string{"sAMAccountName"}, nil), 500)
+		if err != nil {
+			return err
+		}
+		for _, e := range res.Entries {
+			if n := strings.ToLower(e.GetAttributeValue("sAMAccountName")); n != "" {
+				out = append(out, n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		var de *directory.Error
+		if errors.As(err, &de) {
+			return nil, err
+		}
+		return nil, &directory.Error{Kind: directory.ErrUnavailable, Reason: "ad: member search error", Err: err}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // VerifyPassword checks name's password with a bind as the user's DN; see

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -551,4 +552,57 @@ func TestOfflineMaxAge(t *testing.T) {
 	advance(time.Hour)
 	_, err = d.Lookup(ctx, "alice")
 	wantErr(t, err, directory.ErrUnavailable, "ad: offline, cached identity older than offline_max_age")
+}
+
+// TestMembers lists groups as `frontdoor slurm` needs them: nested members,
+// enabled and unexpired accounts only, an unknown group an error.
+func TestMembers(t *testing.T) {
+	d := newDir(t, nil)
+	for _, g := range []string{"gpu-users", "GPU-Users", "nlp-lab"} {
+		got, err := d.Members(ctxT(t), g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// alice is in nlp-lab, nested in gpu-users; bob is disabled and
+		// carol expired; erin is in neither.
+		if want := "alice,dave,frank,locky"; strings.Join(got, ",") != want {
+			t.Errorf("%s: %v, want %s", g, got, want)
+		}
+	}
+	all, err := d.Members(ctxT(t), "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"alice", "erin"} {
+		if !slices.Contains(all, want) {
+			t.Errorf("*: %v lacks %s", all, want)
+		}
+	}
+	for _, not := range []string{"bob", "carol", "krbtgt", "guest"} {
+		if slices.Contains(all, not) {
+			t.Errorf("*: %v has %s", all, not)
+		}
+	}
+	if _, err := d.Members(ctxT(t), "no-such-group"); !errors.Is(err, directory.ErrNoSuchGroup) {
+		t.Errorf("unknown group: %v", err)
+	}
+	if _, err := d.Members(ctxT(t), "x)(objectClass=*"); !errors.Is(err, directory.ErrNoSuchGroup) {
+		t.Errorf("filter injection: %v", err)
+	}
+}
+
+// TestVersion: any committed change moves the version.
+func TestVersion(t *testing.T) {
+	d := newDir(t, nil)
+	v1, err := d.Version(ctxT(t))
+	if err != nil || v1 == "" {
+		t.Fatalf("version: %q %v", v1, err)
+	}
+	if err := dc.SetAttribute(ctxT(t), "erin", "description", "changed "+time.Now().String()); err != nil {
+		t.Fatal(err)
+	}
+	v2, err := d.Version(ctxT(t))
+	if err != nil || v2 == v1 {
+		t.Fatalf("after a change: %q (before %q) %v", v2, v1, err)
+	}
 }

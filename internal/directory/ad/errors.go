@@ -77,6 +77,12 @@ func isNetworkError(err error) bool {
 	if err == nil {
 		return false
 	}
+	// An answer the search judged itself (no such group, several
+	// accounts for one name) came from a DC that works.
+	var de *directory.Error
+	if errors.As(err, &de) {
+		return false
+	}
 	var le *ldap.Error
 	if errors.As(err, &le) {
 		switch le.ResultCode {

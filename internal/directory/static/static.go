@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -226,3 +227,41 @@ func HashPassword(password string) (string, error) {
 
 // Close implements directory.Directory.
 func (d *Directory) Close() error { return nil }
+
+var _ directory.Lister = (*Directory)(nil)
+
+// Version changes whenever the users file does.
+func (d *Directory) Version(context.Context) (string, error) {
+	st, err := os.Stat(d.path)
+	if err != nil {
+		return "", fmt.Errorf("static: %w", err)
+	}
+	return fmt.Sprintf("%d/%d", st.ModTime().UnixNano(), st.Size()), nil
+}
+
+// Members lists the enabled users of group (case-insensitive), or all
+// enabled users for "*"; see directory.Lister. A group no user is in is
+// unknown: the file has no other notion of a group.
+func (d *Directory) Members(_ context.Context, group string) ([]string, error) {
+	d.get("") // picks up a changed file
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	known := group == "*"
+	for name, e := range d.users {
+		in := group == "*"
+		for _, g := range e.id.Groups {
+			if strings.EqualFold(g, group) {
+				in, known = true, true
+			}
+		}
+		if in && !e.disabled {
+			out = append(out, name)
+		}
+	}
+	if !known {
+		return nil, fmt.Errorf("static: group %q: %w", group, directory.ErrNoSuchGroup)
+	}
+	slices.Sort(out)
+	return out, nil
+}

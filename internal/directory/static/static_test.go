@@ -153,3 +153,27 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestMembers(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "users.yaml")
+	if err := os.WriteFile(p, []byte(`users:
+  - {name: alice, groups: [Vision-Lab, staff]}
+  - {name: bob, groups: [vision-lab], disabled: true}
+  - {name: carol, groups: [staff]}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g, want := range map[string]string{"vision-lab": "alice", "STAFF": "alice,carol", "*": "alice,carol"} {
+		got, err := d.Members(context.Background(), g)
+		if err != nil || strings.Join(got, ",") != want {
+			t.Errorf("%s: %v %v, want %s", g, got, err, want)
+		}
+	}
+	if _, err := d.Members(context.Background(), "nope"); !errors.Is(err, directory.ErrNoSuchGroup) {
+		t.Errorf("unknown group: %v", err)
+	}
+}

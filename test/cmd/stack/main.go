@@ -45,13 +45,20 @@ type Stack struct {
 }
 
 type GatewayInfo struct {
-	Name   string `json:"name"`
-	SSH    string `json:"ssh"`
-	Admin  string `json:"admin"`
-	PID    int    `json:"pid"`
-	Config string `json:"config"`
-	Log    string `json:"log"`
-	Audit  string `json:"audit"`
+	Name string `json:"name"`
+	SSH  string `json:"ssh"`
+	// Admin is the admin API's TCP address (host:port), which needs
+	// AdminToken; AdminSocket is its Unix socket, which needs nothing but
+	// being this machine's root.
+	Admin          string `json:"admin"`
+	AdminURL       string `json:"admin_url"`
+	AdminSocket    string `json:"admin_socket"`
+	AdminToken     string `json:"admin_token"`
+	AdminTokenFile string `json:"admin_token_file"` // the token alone, for --admin-token-file
+	PID            int    `json:"pid"`
+	Config         string `json:"config"`
+	Log            string `json:"log"`
+	Audit          string `json:"audit"`
 }
 
 type NodeInfo struct {
@@ -266,6 +273,11 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 	if err != nil {
 		return err
 	}
+	// The gateways alone hold the key that seals their shared state.
+	gatewayKey, err := persistentKey(filepath.Join(dir, "gateway.key"))
+	if err != nil {
+		return err
+	}
 	var gossipPorts []int
 	var gossipAddrs []string
 	for i := 0; i < nGateways; i++ {
@@ -274,21 +286,30 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		gossipAddrs = append(gossipAddrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 	}
 
-	// Gateways, as separate processes of the real binary.
+	// Gateways, as separate processes of the real binary. Each has an
+	// admin socket in its directory, and a TCP admin address that takes
+	// the stack's bearer token.
+	tokens := filepath.Join(dir, "admin-tokens")
+	token, err := harness.WriteAdminTokens(tokens, "stack")
+	if err != nil {
+		return err
+	}
 	var khLines string
 	for i := 1; i <= nGateways; i++ {
 		name := fmt.Sprintf("gw%d", i)
 		sshAddr := freeOr("127.0.0.1", sshPort+i-1)
 		admin := freeOr("127.0.0.1", adminPort+i-1)
 		gdir := filepath.Join(dir, "gateways", name)
+		sock := filepath.Join(gdir, "admin.sock")
 		cfg, err := harness.WriteGatewayConfig(gdir, harness.GatewayConfig{Name: name, Listen: sshAddr, AdminListen: admin,
-			Keys: keys, Nodes: entries, UsersFile: usersFile, Rules: stackRules, LogLevel: "info"})
+			AdminSocket: sock, AdminTokenFile: tokens, Keys: keys, Nodes: entries, UsersFile: usersFile, Rules: stackRules, LogLevel: "info"})
 		if err != nil {
 			return err
 		}
 		patch := map[string]any{"cluster": map[string]any{
 			"name": name, "bind_addr": "127.0.0.1", "bind_port": gossipPorts[i-1],
 			"join": others(gossipAddrs, i-1), "secret_keys": []string{gossipKey}, "label": "frontdoor-stack",
+			"gateway_keys": []string{gatewayKey},
 		}}
 		if adSection != nil {
 			patch["directory"] = map[string]any{"kind": "ad", "ad": adSection}
@@ -301,7 +322,8 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		if err != nil {
 			return fmt.Errorf("gateway %s: %w", name, err)
 		}
-		out.Gateways = append(out.Gateways, GatewayInfo{Name: name, SSH: sshAddr, Admin: admin, PID: pid, Config: cfg,
+		out.Gateways = append(out.Gateways, GatewayInfo{Name: name, SSH: sshAddr, Admin: admin, AdminURL: "http://" + admin,
+			AdminSocket: sock, AdminToken: token, AdminTokenFile: tokens + ".client", PID: pid, Config: cfg,
 			Log: logPath, Audit: filepath.Join(gdir, "audit.jsonl")})
 		khLines += harness.KnownHostsLine(sshAddr, keys.HostPublicKey) + "\n"
 		log.Info("gateway up", "gateway", name, "ssh", sshAddr, "admin", admin)
@@ -320,6 +342,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		acfg := map[string]any{
 			"node": n.Name, "pool": n.Pool, "ssh_addr": n.SSH, "metrics_file": metrics,
 			"drain_file": filepath.Join(ndir, "drain"), "interval": "2s", "probe_interval": "500ms",
+			"host_key": filepath.Join(ndir, "ssh_host_ed25519_key"),
 			"cluster": map[string]any{"bind_addr": "127.0.0.1", "bind_port": freePort("127.0.0.1"),
 				"join": gossipAddrs, "secret_keys": []string{gossipKey}, "label": "frontdoor-stack"},
 		}
@@ -345,7 +368,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 				Alive  bool   `json:"alive"`
 				SSHDUp bool   `json:"sshd_up"`
 			}
-			if err := harness.GetJSON(startCtx, "http://"+g.Admin+"/v1/nodes", &nodes); err != nil {
+			if err := harness.AdminGetJSON(startCtx, g.AdminSocket, "/v1/nodes", &nodes); err != nil {
 				return err
 			}
 			up := 0
@@ -557,7 +580,16 @@ Users: `, len(st.Gateways), len(st.Nodes), st.KnownHosts, u.PrivateKey, port, u.
 	for _, u := range st.Users {
 		fmt.Printf("%s %v  ", u.Name, u.Groups)
 	}
-	fmt.Printf("\nAdmin API: curl http://%s/v1/sessions   metrics: http://%s/metrics\nCtrl-C stops everything.\n", gw.Admin, gw.Admin)
+	fmt.Printf(`
+
+Admin API (the socket: you are who the kernel says; TCP: the bearer token):
+  bin/frontdoor nodes --admin %s
+  bin/frontdoor drain --admin %s %s
+  curl --unix-socket %s http://localhost/v1/sessions
+  bin/frontdoor sessions --admin %s --admin-token-file %s
+  curl -H "Authorization: Bearer $(cat %s)" %s/metrics
+Ctrl-C stops everything.
+`, gw.AdminSocket, gw.AdminSocket, st.Nodes[0].Name, gw.AdminSocket, gw.AdminURL, gw.AdminTokenFile, gw.AdminTokenFile, gw.AdminURL)
 }
 
 func writeJSON(path string, v any) error {

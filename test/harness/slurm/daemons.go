@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/frontdoor-hpc/frontdoor/test/harness"
+	"github.com/frontdoor-hpc/frontdoor/test/harness/sys"
 )
 
 // daemon is one running daemon process.
@@ -108,7 +108,7 @@ func (s *Slurm) StartDaemon(ctx context.Context, name string) error {
 	s.daemons[name] = d
 	s.mu.Unlock()
 
-	err = harness.WaitFor(ctx, s.opts.ReadyTimeout, func() error {
+	err = sys.WaitFor(ctx, s.opts.ReadyTimeout, func() error {
 		select {
 		case <-d.done:
 			return errExited
@@ -267,7 +267,7 @@ func (s *Slurm) killLeftovers() error {
 	if len(pids) == 0 {
 		return nil
 	}
-	return harness.WaitFor(context.Background(), 10*time.Second, func() error {
+	return sys.WaitFor(context.Background(), 10*time.Second, func() error {
 		left, err := s.Leftovers()
 		if err != nil {
 			return err

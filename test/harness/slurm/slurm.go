@@ -46,6 +46,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,7 +57,7 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/frontdoor-hpc/frontdoor/test/harness"
+	"github.com/frontdoor-hpc/frontdoor/test/harness/sys"
 )
 
 // Partitions the test cluster has; both hold the one node.
@@ -165,7 +166,7 @@ func Start(ctx context.Context, opts Options) (*Slurm, error) {
 	taken := map[int]bool{opts.CtldPort: true, opts.SlurmdPort: true, opts.DBDPort: true, opts.MySQLPort: true}
 	for _, p := range []*int{&opts.CtldPort, &opts.SlurmdPort, &opts.DBDPort, &opts.MySQLPort} {
 		for *p == 0 {
-			port, err := harness.FreePort("127.0.0.1")
+			port, err := freePort()
 			if err != nil {
 				return nil, err
 			}
@@ -307,6 +308,16 @@ func traversable(dir string) error {
 	}
 }
 
+// freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("slurm harness: free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
 func mkdev(major, minor uint32) uint64 {
 	return uint64(major)<<8 | uint64(minor)
 }
@@ -441,7 +452,7 @@ func (s *Slurm) Run(ctx context.Context, prog string, args ...string) (string, e
 // RunAs runs a Slurm client program as the local Unix user name (which
 // must exist: EnsureUser), the way that user would from a login node.
 func (s *Slurm) RunAs(ctx context.Context, name, prog string, args ...string) (string, error) {
-	uid, gid, err := harness.UnixIDs(name)
+	uid, gid, err := sys.UnixIDs(name)
 	if err != nil {
 		return "", fmt.Errorf("slurm harness: user %s: %w", name, err)
 	}
@@ -471,7 +482,7 @@ func (s *Slurm) run(ctx context.Context, cred *syscall.Credential, prog string, 
 // EnsureUser creates the local Unix user name if missing (idempotent, safe
 // across test processes): jobs run as real users, and slurmctld maps the
 // submitting uid to the accounting user by name.
-func EnsureUser(name string) error { return harness.EnsureUnixUser(name) }
+func EnsureUser(name string) error { return sys.EnsureUnixUser(name) }
 
 // Submit submits a batch job as user name (sbatch --parsable, output to
 // /dev/null, working directory /tmp) and returns the job id. args are
@@ -511,7 +522,7 @@ func (s *Slurm) JobState(ctx context.Context, id string) (state, reason string, 
 // "PENDING/AssocGrpGRES": a fresh job is PENDING (None) until the
 // scheduler has looked at it.
 func (s *Slurm) WaitJob(ctx context.Context, id string, timeout time.Duration, states ...string) (state, reason string, err error) {
-	err = harness.WaitFor(ctx, timeout, func() error {
+	err = sys.WaitFor(ctx, timeout, func() error {
 		var err error
 		if state, reason, err = s.JobState(ctx, id); err != nil {
 			return err
@@ -537,7 +548,7 @@ func (s *Slurm) CancelAll(ctx context.Context) error {
 	if _, err := s.Run(ctx, "scancel", ids...); err != nil {
 		return err
 	}
-	return harness.WaitFor(ctx, 30*time.Second, func() error {
+	return sys.WaitFor(ctx, 30*time.Second, func() error {
 		ids, err := s.activeJobs(ctx)
 		if err != nil {
 			return err
@@ -560,7 +571,7 @@ func (s *Slurm) activeJobs(ctx context.Context) ([]string, error) {
 // waitTRES waits until the node is idle and sacctmgr lists gres/gpu: then
 // jobs schedule and GrpTRES=gres/gpu=N is accepted.
 func (s *Slurm) waitTRES(ctx context.Context) error {
-	err := harness.WaitFor(ctx, s.opts.ReadyTimeout, func() error {
+	err := sys.WaitFor(ctx, s.opts.ReadyTimeout, func() error {
 		out, err := s.Run(ctx, "sinfo", "--noheader", "--Node", "--format=%t")
 		if err != nil {
 			return err

@@ -1,0 +1,183 @@
+package admin
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// A token file names the bearer tokens that may use the admin API over
+// TCP, one per line:
+//
+//	# comments and blank lines are ignored
+//	NAME SECRET
+//
+// NAME is the identity recorded for whatever the token does (a drain's
+// "by", the log, the audit trail), so give each client its own token
+// ("prometheus", "ops-alice", "ci"). SECRET is at least 16 characters of
+// RFC 6750's token alphabet (letters, digits, - . _ ~ + / and trailing =),
+// e.g. `head -c 32 /dev/urandom | base64`. The file must not be readable by
+// group or others: it is a list of passwords.
+
+// Token file limits.
+const (
+	maxTokenFile   = 1 << 20
+	minTokenSecret = 16
+	maxTokenSecret = 512
+)
+
+var (
+	tokenName   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+	tokenSecret = regexp.MustCompile(`^[A-Za-z0-9._~+/-]+=*$`)
+)
+
+// Tokens are the bearer tokens of a token file. Only SHA-256 sums of the
+// secrets are kept.
+type Tokens struct {
+	entries []tokenEntry
+}
+
+type tokenEntry struct {
+	name string
+	sum  [sha256.Size]byte
+}
+
+// Len is the number of tokens.
+func (t *Tokens) Len() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.entries)
+}
+
+// Lookup returns the name of the token whose secret is secret. It compares
+// with every token in constant time (sums of equal length, no early
+// exit), so the time taken says nothing about how close a guess was or
+// which token it was close to.
+func (t *Tokens) Lookup(secret string) (name string, ok bool) {
+	if t == nil {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(secret))
+	for _, e := range t.entries {
+		if subtle.ConstantTimeCompare(sum[:], e.sum[:]) == 1 {
+			name, ok = e.name, true
+		}
+	}
+	return name, ok
+}
+
+// ErrTokenFileMode: the token file is readable by group or others.
+var ErrTokenFileMode = errors.New("token file is readable by group or others (chmod 600)")
+
+// LoadTokenFile reads a token file, refusing one that is not a regular
+// file or that group or others may read.
+func LoadTokenFile(path string) (*Tokens, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("admin token file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("admin token file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("admin token file %s: not a regular file", path)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("admin token file %s is mode %04o: %w", path, fi.Mode().Perm(), ErrTokenFileMode)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("admin token file: %w", err)
+	}
+	if len(b) > maxTokenFile {
+		return nil, fmt.Errorf("admin token file %s: larger than %d bytes", path, maxTokenFile)
+	}
+	t, err := ParseTokens(path, b)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// ParseTokens parses a token file's contents; name is used in messages,
+// which never contain a secret.
+func ParseTokens(name string, data []byte) (*Tokens, error) {
+	t := &Tokens{}
+	var errs []error
+	names := map[string]int{}
+	sums := map[[sha256.Size]byte]int{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 4096), maxTokenFile)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			errs = append(errs, fmt.Errorf("%s:%d: want NAME SECRET, got %d fields", name, n, len(f)))
+			continue
+		}
+		tn, secret := f[0], f[1]
+		switch {
+		case !tokenName.MatchString(tn):
+			errs = append(errs, fmt.Errorf("%s:%d: token name %q: want letters, digits, '.', '_', '@', '-' (at most 64)", name, n, sanitize(tn)))
+			continue
+		case len(secret) < minTokenSecret || len(secret) > maxTokenSecret:
+			errs = append(errs, fmt.Errorf("%s:%d: token %s: secret must be %d to %d characters", name, n, tn, minTokenSecret, maxTokenSecret))
+			continue
+		case !tokenSecret.MatchString(secret):
+			errs = append(errs, fmt.Errorf("%s:%d: token %s: secret has characters a bearer token may not (letters, digits, - . _ ~ + / and trailing =)", name, n, tn))
+			continue
+		}
+		sum := sha256.Sum256([]byte(secret))
+		if prev, dup := names[tn]; dup {
+			errs = append(errs, fmt.Errorf("%s:%d: token name %s already used on line %d", name, n, tn, prev))
+			continue
+		}
+		if prev, dup := sums[sum]; dup {
+			errs = append(errs, fmt.Errorf("%s:%d: token %s has the same secret as line %d", name, n, tn, prev))
+			continue
+		}
+		names[tn], sums[sum] = n, n
+		t.entries = append(t.entries, tokenEntry{name: tn, sum: sum})
+	}
+	if err := sc.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", name, err))
+	}
+	if len(errs) == 0 && len(t.entries) == 0 {
+		errs = append(errs, fmt.Errorf("%s: no tokens (want lines of NAME SECRET)", name))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return t, nil
+}
+
+// sanitize makes an untrusted string safe to log or show: printable
+// ASCII only, at most 64 characters.
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= 64 {
+			b.WriteString("…")
+			break
+		}
+		if r < 0x20 || r > 0x7e {
+			b.WriteByte('?')
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,408 @@
+package cluster
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/memberlist"
+	"golang.org/x/crypto/ssh"
+)
+
+// Who may write what. Every member holds the gossip keys (secret_keys):
+// they keep outsiders out, but agents run on login nodes, where users have
+// shells and root may be lost, so holding them proves nothing about who is
+// speaking. On top of the shared transport:
+//
+//   - Health (h/NODE) is signed by the node's SSH host key. A gateway takes
+//     it only for a node of its inventory (the configured nodes, or
+//     discovery), only if the key is that node's host key by name in the
+//     backend known_hosts (the same check as an SSH login to NAME:22), and
+//     only if what it claims about its address and pool matches the
+//     inventory. An agent can therefore speak for its own node only, and
+//     only about its load.
+//   - Gateway state (sessions, routing counts, affinity, drains, bans)
+//     travels between gateways sealed with the gateway keys (gateway_keys,
+//     AES-256-GCM), which agents never hold: an agent can neither read nor
+//     write it, and agents do not keep it. Sealed messages carry their time
+//     and are refused when older than sealMaxAge, bounding replays.
+//   - Every version is clamped: an entry more than MaxClockSkew ahead of our
+//     clock is refused, so no member can publish a version no later write
+//     beats.
+//
+// What is refused is counted by reason (Refusals) and logged, at most once
+// a minute per origin and reason.
+
+// msgSealed tags a direct message sealed with the gateway key.
+const msgSealed byte = 'S'
+
+// sealMaxAge bounds how old a sealed message may be when it arrives.
+const sealMaxAge = 2 * time.Minute
+
+// sealer seals and opens gateway messages. The first key seals; every key
+// opens, so gateway_keys rotate the way secret_keys do.
+type sealer struct {
+	ids   [][4]byte
+	aeads []cipher.AEAD
+}
+
+func newSealer(keys [][]byte) (*sealer, error) {
+	s := &sealer{}
+	for _, k := range keys {
+		// A key derived for this one use, so the gateway key could be
+		// shared with another purpose without the two meeting.
+		m := hmac.New(sha256.New, k)
+		m.Write([]byte("frontdoor gateway state v1"))
+		dk := m.Sum(nil)
+		block, err := aes.NewCipher(dk)
+		if err != nil {
+			return nil, err
+		}
+		a, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, err
+		}
+		id := sha256.Sum256(dk)
+		s.ids = append(s.ids, [4]byte(id[:4]))
+		s.aeads = append(s.aeads, a)
+	}
+	return s, nil
+}
+
+// seal returns id | nonce | AES-GCM(plain), authenticated with aad.
+func (s *sealer) seal(plain, aad []byte) []byte {
+	a := s.aeads[0]
+	out := make([]byte, 4+a.NonceSize(), 4+a.NonceSize()+len(plain)+a.Overhead())
+	copy(out, s.ids[0][:])
+	rand.Read(out[4 : 4+a.NonceSize()])
+	return a.Seal(out, out[4:4+a.NonceSize()], plain, aad)
+}
+
+var errUnsealed = errors.New("not sealed with a gateway key we hold")
+
+func (s *sealer) open(msg, aad []byte) ([]byte, error) {
+	if len(msg) < 4 {
+		return nil, errUnsealed
+	}
+	for i, id := range s.ids {
+		if [4]byte(msg[:4]) != id {
+			continue
+		}
+		a := s.aeads[i]
+		if len(msg) < 4+a.NonceSize()+a.Overhead() {
+			return nil, errUnsealed
+		}
+		return a.Open(nil, msg[4:4+a.NonceSize()], msg[4+a.NonceSize():], aad)
+	}
+	return nil, errUnsealed
+}
+
+// sealedBatch is the plaintext of a sealed message.
+type sealedBatch struct {
+	At int64   `json:"t"` // Unix ms when sealed
+	E  []entry `json:"e"`
+}
+
+// sealEntries seals es for the other gateways; aad binds the message kind
+// and the cluster label.
+func (c *Cluster) sealEntries(kind byte, es []entry) ([]byte, error) {
+	b, err := json.Marshal(sealedBatch{At: c.now().UnixMilli(), E: es})
+	if err != nil {
+		return nil, err
+	}
+	return c.sealer.seal(b, c.aad(kind)), nil
+}
+
+// openEntries opens a sealed message and checks its age.
+func (c *Cluster) openEntries(kind byte, msg []byte) ([]entry, error) {
+	if c.sealer == nil {
+		return nil, errUnsealed
+	}
+	plain, err := c.sealer.open(msg, c.aad(kind))
+	if err != nil {
+		return nil, err
+	}
+	var sb sealedBatch
+	if err := json.Unmarshal(plain, &sb); err != nil {
+		return nil, fmt.Errorf("sealed batch: %w", err)
+	}
+	age := c.now().Sub(time.UnixMilli(sb.At))
+	if age > sealMaxAge || age < -c.cfg.MaxClockSkew {
+		return nil, fmt.Errorf("sealed batch %v old: a replay or a clock off", age.Round(time.Second))
+	}
+	return sb.E, nil
+}
+
+func (c *Cluster) aad(kind byte) []byte {
+	return append([]byte{kind}, c.cfg.Label...)
+}
+
+// Inventory is the gateway's list of login nodes: the only nodes whose
+// health it takes, at the address and in the pool it says.
+type Inventory interface {
+	// Node returns the listed node called name.
+	Node(name string) (InventoryNode, bool)
+	// CheckHostKey reports whether key is a host key of the node called
+	// name (nil if it is).
+	CheckHostKey(name string, key ssh.PublicKey) error
+}
+
+// InventoryNode is one listed login node.
+type InventoryNode struct {
+	Name string
+	Addr string // sshd host:port
+	Pool string
+}
+
+// healthSigningPrefix separates health signatures from any other use of a
+// host key.
+const healthSigningPrefix = "frontdoor-health-v1\x00"
+
+// signedBytes is what a health signature covers: everything in the entry
+// but the signature.
+func signedBytes(e *entry) []byte {
+	b := make([]byte, 0, len(healthSigningPrefix)+len(e.Key)+len(e.Origin)+len(e.Val)+len(e.PK)+16)
+	b = append(b, healthSigningPrefix...)
+	b = append(b, e.Key...)
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint64(b, e.Ver)
+	b = append(b, e.Origin...)
+	b = append(b, 0)
+	if e.Del {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(e.PK)))
+	b = append(b, e.PK...)
+	return append(b, e.Val...)
+}
+
+// signHealth signs a health entry with this agent's host key.
+func (c *Cluster) signHealth(e *entry) {
+	if c.hostKey == nil || !strings.HasPrefix(e.Key, kindHealth+"/") {
+		return
+	}
+	e.PK = c.hostKey.PublicKey().Marshal()
+	sig, err := c.hostKey.Sign(rand.Reader, signedBytes(e))
+	if err != nil {
+		c.log.Error("cluster: sign health", "err", err)
+		return
+	}
+	e.Sig = ssh.Marshal(sig)
+}
+
+// refusal is why an entry was not taken.
+type refusal struct {
+	reason string // a metric label: short, fixed vocabulary
+	detail string
+}
+
+func (r *refusal) Error() string { return r.reason + ": " + r.detail }
+
+func refuse(reason, format string, args ...any) *refusal {
+	return &refusal{reason: reason, detail: fmt.Sprintf(format, args...)}
+}
+
+// Refusal reasons.
+const (
+	refusedMalformed  = "malformed"
+	refusedFuture     = "version_ahead"
+	refusedUnsealed   = "gateway_state_unsealed"
+	refusedNotOwner   = "not_owner"
+	refusedUnknown    = "unknown_node"
+	refusedSignature  = "bad_signature"
+	refusedHostKey    = "host_key"
+	refusedAddrClaim  = "addr_mismatch"
+	refusedPoolClaim  = "pool_mismatch"
+	refusedSealedOpen = "sealed_unreadable"
+)
+
+// maxNamePart bounds each name in a key (member, node, user).
+const maxNamePart = 256
+
+// checkKey validates an entry's key: a known kind and clean names.
+func checkKey(key string) error {
+	kind, rest, ok := strings.Cut(key, "/")
+	if !ok || rest == "" {
+		return refuse(refusedMalformed, "key %q", clip(key))
+	}
+	var parts []string
+	switch kind {
+	case kindHealth, kindAffinity, kindDrain, kindBan:
+		parts = []string{rest}
+	case kindRouted:
+		parts = strings.SplitN(rest, "/", 2)
+		if len(parts) != 2 {
+			return refuse(refusedMalformed, "key %q", clip(key))
+		}
+	case kindSession:
+		parts = strings.SplitN(rest, "/", 3)
+		if len(parts) != 3 {
+			return refuse(refusedMalformed, "key %q", clip(key))
+		}
+	default:
+		return refuse(refusedMalformed, "unknown kind in key %q", clip(key))
+	}
+	for _, p := range parts {
+		if p == "" || len(p) > maxNamePart || !utf8.ValidString(p) || strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return refuse(refusedMalformed, "key %q", clip(key))
+		}
+	}
+	if kind == kindHealth && strings.Contains(rest, "/") {
+		return refuse(refusedMalformed, "key %q", clip(key))
+	}
+	return nil
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
+
+// admit decides whether a remote entry may be merged at all, before the
+// last-writer-wins rule: sealed says it arrived inside a message sealed
+// with a gateway key. It returns skip for entries this member does not
+// keep (gateway state on an agent), which are not refusals.
+func (c *Cluster) admit(e *entry, sealed bool, now time.Time) (skip bool, err error) {
+	if err := checkKey(e.Key); err != nil {
+		return false, err
+	}
+	if e.Origin == "" || len(e.Origin) > maxNamePart {
+		return false, refuse(refusedMalformed, "origin %q", clip(e.Origin))
+	}
+	if limit := uint64(now.Add(c.cfg.MaxClockSkew).UnixNano()); e.Ver > limit {
+		return false, refuse(refusedFuture, "%s version %d is %v ahead of our clock", e.Key, e.Ver,
+			time.Duration(e.Ver-uint64(now.UnixNano())).Round(time.Second))
+	}
+	if !epidemic(e.Key) {
+		if c.role != RoleGateway {
+			return true, nil // agents neither keep nor relay gateway state
+		}
+		if c.sealer != nil && !sealed {
+			return false, refuse(refusedUnsealed, "%s from %s", e.Key, e.Origin)
+		}
+		if o := owner(e.Key); o != "" && o != e.Origin {
+			return false, refuse(refusedNotOwner, "%s written by %s", e.Key, e.Origin)
+		}
+		return false, nil
+	}
+	node := strings.TrimPrefix(e.Key, kindHealth+"/")
+	if e.Origin != node {
+		return false, refuse(refusedNotOwner, "health of %s published by %s", node, e.Origin)
+	}
+	if c.inv == nil {
+		return false, nil // an agent relays; the gateways judge
+	}
+	inv, ok := c.inv.Node(node)
+	if !ok {
+		return false, refuse(refusedUnknown, "%s is not in this gateway's node inventory", node)
+	}
+	pk, err := ssh.ParsePublicKey(e.PK)
+	if err != nil {
+		return false, refuse(refusedSignature, "%s: no usable host key in its health: %v", node, err)
+	}
+	var sig ssh.Signature
+	if err := ssh.Unmarshal(e.Sig, &sig); err != nil {
+		return false, refuse(refusedSignature, "%s: unsigned health", node)
+	}
+	if err := pk.Verify(signedBytes(e), &sig); err != nil {
+		return false, refuse(refusedSignature, "%s: %v", node, err)
+	}
+	if err := c.inv.CheckHostKey(node, pk); err != nil {
+		return false, refuse(refusedHostKey, "%s signed with %s, not its host key by name: %v", node, ssh.FingerprintSHA256(pk), err)
+	}
+	if e.Del {
+		return false, nil
+	}
+	h, ok := decode[Health](e)
+	if !ok {
+		return false, refuse(refusedMalformed, "%s: health value", node)
+	}
+	if h.Addr != "" && !sameAddr(h.Addr, inv.Addr) {
+		return false, refuse(refusedAddrClaim, "%s claims sshd at %q; the inventory says %q", node, clip(h.Addr), inv.Addr)
+	}
+	if h.Pool != "" && h.Pool != inv.Pool {
+		return false, refuse(refusedPoolClaim, "%s claims pool %q; the inventory says %q", node, clip(h.Pool), inv.Pool)
+	}
+	return false, nil
+}
+
+// sameAddr compares host:port addresses, IPs by value.
+func sameAddr(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ah, ap, err1 := net.SplitHostPort(a)
+	bh, bp, err2 := net.SplitHostPort(b)
+	if err1 != nil || err2 != nil || ap != bp {
+		return false
+	}
+	ai, bi := net.ParseIP(ah), net.ParseIP(bh)
+	return ai != nil && bi != nil && ai.Equal(bi)
+}
+
+// noteRefusal counts and logs a refused entry.
+func (c *Cluster) noteRefusal(e *entry, err error) {
+	var r *refusal
+	if !errors.As(err, &r) {
+		r = &refusal{reason: refusedMalformed, detail: err.Error()}
+	}
+	now := c.now()
+	key := clip(e.Origin) + "\x00" + r.reason
+	c.mu.Lock()
+	c.refusals[r.reason]++
+	last, seen := c.refusalLogged[key]
+	log := !seen || now.Sub(last) >= time.Minute
+	if log {
+		if len(c.refusalLogged) > 4096 {
+			clear(c.refusalLogged)
+		}
+		c.refusalLogged[key] = now
+	}
+	c.mu.Unlock()
+	if log {
+		c.log.Warn("cluster: refused gossip entry (repeats are counted, logged once a minute)",
+			"reason", r.reason, "origin", clip(e.Origin), "detail", r.detail)
+	}
+}
+
+// Refusals returns how many remote entries were refused, by reason.
+func (c *Cluster) Refusals() map[string]uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]uint64, len(c.refusals))
+	for k, v := range c.refusals {
+		out[k] = v
+	}
+	return out
+}
+
+// decodeKeys decodes base64 AES keys for the key list named field.
+func decodeKeys(field string, list []string) ([][]byte, error) {
+	var out [][]byte
+	for i, s := range list {
+		k, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, fmt.Errorf("cluster.%s[%d]: %w", field, i, err)
+		}
+		if err := memberlist.ValidateKey(k); err != nil {
+			return nil, fmt.Errorf("cluster.%s[%d]: %w", field, i, err)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}

@@ -1,0 +1,326 @@
+package adversarial_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-ldap/ldap/v3"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
+	rawssh "github.com/frontdoor-hpc/frontdoor/test/adversarial/internal/rawssh"
+	"github.com/frontdoor-hpc/frontdoor/test/harness"
+)
+
+// Parallel password guesses must not pass the throttle and reach AD
+// (issue 8, part 2). burstSize connections, each from its own source
+// address (so per-source limits cannot help) and under one of the forms of
+// the name (alice, ALICE, HPC\alice, alice@realm, alice+node), send a wrong
+// password for one account at the same moment. The domain locks an account after
+// lockoutThreshold bad passwords; the gateway allows userFailures. After
+// the burst the account's badPwdCount, read from the DC, is at most
+// userFailures, the account is not locked, and its owner logs in with the
+// right password once the throttle lets them (being refused by the
+// throttle meanwhile, never by an AD lockout).
+//
+// The account is the test's own: the other tests' wrong passwords for
+// alice would count in badPwdCount too.
+func TestParallelWrongPasswordsStayUnderLockout(t *testing.T) {
+	const (
+		burstSize        = 30
+		userFailures     = 3
+		lockoutThreshold = 5
+	)
+	ctx := t.Context()
+	if err := dc.SetLockoutThreshold(ctx, lockoutThreshold, 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := dc.SetLockoutThreshold(context.Background(), 0, 10*time.Minute); err != nil {
+			t.Errorf("resetting the lockout threshold: %v", err)
+		}
+	})
+	victim, err := createActor(ctx, "adv-burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGateway(t, gwOptions{Throttle: map[string]any{
+		"user_failures": userFailures, "user_window": "30s",
+		"source_failures": 20, "source_window": "10m",
+		"base_delay": "1s", "max_delay": "2s",
+	}})
+	if bad, locked := accountState(t, victim.name); bad != 0 || locked != 0 {
+		t.Fatalf("before the burst: badPwdCount %d, lockoutTime %d", bad, locked)
+	}
+
+	toAD, throttled, other, burstTime := burst(t, g, victim, burstSize)
+	bad, locked := accountState(t, victim.name)
+	t.Logf("burst: %d wrong passwords sent at once from %d sources in %v; %d binds reached AD, %d throttled, %d other %q; badPwdCount %d (lockout at %d, throttle allows %d), lockoutTime %d",
+		burstSize, burstSize, burstTime.Round(time.Millisecond), toAD, throttled, len(other), other, bad, lockoutThreshold, userFailures, locked)
+	if toAD > userFailures {
+		t.Errorf("%d wrong passwords reached AD, the throttle allows %d", toAD, userFailures)
+	}
+	if bad > userFailures {
+		t.Errorf("badPwdCount %d after the burst, the throttle allows %d", bad, userFailures)
+	}
+	if bad != int64(toAD) {
+		t.Errorf("badPwdCount %d, but the audit log counts %d binds", bad, toAD)
+	}
+	if locked != 0 {
+		t.Fatalf("the burst locked the account out in AD (lockoutTime %d)", locked)
+	}
+
+	// The owner, from yet another address: refused by the throttle while
+	// it holds (never by AD), then logged in.
+	var tries, refusedByThrottle int
+	err = harness.WaitFor(ctx, 90*time.Second, func() error {
+		tries++
+		rc, err := tryDialRaw(ctx, g, "127.0.0.60")
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		if err := rc.RequestService("ssh-userauth"); err != nil {
+			return err
+		}
+		r, err := rc.Auth(rawssh.PasswordRequest(victim.name, victim.password))
+		if err != nil {
+			return err
+		}
+		if r.Kind == rawssh.ReplySuccess {
+			if got, _ := whoAmI(t, rc); got != victim.name {
+				t.Fatalf("logged in with %s's password, the node says %s", victim.name, got)
+			}
+			return nil
+		}
+		last := lastAuth(t, g, victim.name)
+		if !strings.Contains(last.Reason, "throttled") {
+			t.Fatalf("the right password was refused, not by the throttle: %q", last.Reason)
+		}
+		refusedByThrottle++
+		return fmt.Errorf("throttled: %s", last.Reason)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, locked = accountState(t, victim.name)
+	t.Logf("afterwards: right password refused by the throttle %d times, then logged in (try %d); badPwdCount %d, lockoutTime %d", refusedByThrottle, tries, bad, locked)
+	if locked != 0 {
+		t.Errorf("account locked after all (lockoutTime %d)", locked)
+	}
+
+	// The counterfactual, so the figures above mean something: through a
+	// gateway whose allowance is above the domain's threshold, the same
+	// burst reaches AD until AD locks the account.
+	loose := newGateway(t, gwOptions{})
+	lockee, err := createActor(ctx, "adv-burst-loose")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dc.Unlock(context.Background(), lockee.name) })
+	toAD, throttled, other, burstTime = burst(t, loose, lockee, burstSize)
+	bad, locked = accountState(t, lockee.name)
+	byReason := map[string]int{}
+	for _, r := range other {
+		byReason[r]++
+	}
+	t.Logf("counterfactual (user_failures 100): %d sent, %d binds reached AD with 52e, %d throttled, then %v; badPwdCount %d, lockoutTime %d",
+		burstSize, toAD, throttled, byReason, bad, locked)
+	if locked == 0 || toAD < lockoutThreshold {
+		t.Errorf("without an effective throttle the burst should lock the account: %d binds, lockoutTime %d", toAD, locked)
+	}
+}
+
+// burst sends n wrong passwords for victim to g at the same moment, each
+// from its own source address and under one of the forms of the name, and counts from the audit log how many
+// reached AD (52e: AD's "invalid credentials", the answer to a bind) and
+// how many the throttle refused.
+func burst(t *testing.T, g *harness.Gateway, victim *actor, n int) (toAD, throttled int, other []string, took time.Duration) {
+	t.Helper()
+	ctx := t.Context()
+	// Every form of the name and every node suffix: one account, one
+	// allowance.
+	forms := []string{victim.name, strings.ToUpper(victim.name), dc.Domain() + `\` + victim.name,
+		victim.name + "@" + dc.UPNSuffix(), victim.name + "+login1", strings.ToUpper(victim.name) + "+login2"}
+	// Every connection is ready (key exchange done, ssh-userauth
+	// accepted) before any password is sent; then all go at once.
+	conns := make([]*rawssh.RawConn, n)
+	for i := range conns {
+		conns[i] = dialRaw(t, g, fmt.Sprintf("127.0.0.%d", 10+i))
+		userauth(t, conns[i])
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	kinds := make([]string, n)
+	for i, rc := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			r, err := rc.Auth(rawssh.PasswordRequest(forms[i%len(forms)], fmt.Sprintf("Wrong-Passw0rd-%d!", i)))
+			switch {
+			case err != nil:
+				kinds[i] = "error: " + err.Error()
+			default:
+				kinds[i] = r.Kind.String()
+			}
+		}()
+	}
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	took = time.Since(t0)
+	for i, k := range kinds {
+		if k != rawssh.ReplyFailure.String() {
+			t.Errorf("guess %d: %s, want failure", i, k)
+		}
+	}
+
+	err := harness.WaitFor(ctx, 30*time.Second, func() error {
+		toAD, throttled, other = 0, 0, nil
+		for _, e := range audits(t, g) {
+			// An account AD refuses is audited under the name typed.
+			if e.Type != audit.TypeAuth || !strings.Contains(strings.ToLower(e.User), victim.name) || e.Method != gateway.MethodPassword {
+				continue
+			}
+			switch {
+			case strings.Contains(e.Reason, "52e"):
+				toAD++
+			case strings.Contains(e.Reason, "throttled"):
+				throttled++
+			default:
+				other = append(other, e.Reason)
+			}
+		}
+		if got := toAD + throttled + len(other); got < n {
+			return fmt.Errorf("%d of %d guesses audited", got, n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return toAD, throttled, other, took
+}
+
+// A password the directory could not check counts against the allowance
+// too (issue 8, part 2): otherwise a guesser tries without limit while the
+// DC is away. With the DC stopped (SIGSTOP: binds hang until the
+// directory's timeout), tries attempts with the right password are all
+// refused; at most userFailures of them get to try the directory, the rest
+// are throttled; and once the DC is back the throttle still holds the
+// account until its backoff and window allow again.
+func TestUnavailableDirectoryCountsAgainstAllowance(t *testing.T) {
+	const (
+		userFailures = 3
+		tries        = 6
+	)
+	ctx := t.Context()
+	victim, err := createActor(ctx, "adv-outage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGateway(t, gwOptions{
+		Throttle: map[string]any{"user_failures": userFailures, "user_window": "30s", "base_delay": "1ns", "max_delay": "1ns"},
+		AD:       map[string]any{"timeout": "1s", "retry_min": "100ms", "retry_max": "200ms"},
+	})
+	if err := dc.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			if err := dc.Resume(); err != nil {
+				t.Errorf("resuming the DC: %v", err)
+			}
+		}
+	}
+	t.Cleanup(resume)
+	for i := range tries {
+		rc := dialRaw(t, g, "127.0.0.70")
+		userauth(t, rc)
+		expect(t, fmt.Sprintf("right password %d, DC stopped", i), send(t, rc, "password", rawssh.PasswordRequest(victim.name, victim.password)), rawssh.ReplyFailure)
+		rc.Close()
+	}
+	resume()
+	var tried, throttled int
+	var reasons []string
+	for _, e := range audits(t, g) {
+		if e.Type != audit.TypeAuth || e.Method != gateway.MethodPassword {
+			continue
+		}
+		reasons = append(reasons, e.Reason)
+		if strings.Contains(e.Reason, "throttled") {
+			throttled++
+		} else {
+			tried++
+		}
+	}
+	t.Logf("DC stopped: %d right-password attempts, %d tried the directory, %d throttled: %q", tries, tried, throttled, reasons)
+	if tried > userFailures || tried+throttled != tries {
+		t.Errorf("%d of %d attempts tried the stopped directory, the throttle allows %d", tried, tries, userFailures)
+	}
+	// Back: the throttle holds the account (refusals never reach AD), so
+	// the allowance was spent for real.
+	rc := dialRaw(t, g, "127.0.0.71")
+	userauth(t, rc)
+	r := send(t, rc, "password, DC back", rawssh.PasswordRequest(victim.name, victim.password))
+	if r.Kind == rawssh.ReplySuccess {
+		t.Fatalf("right password accepted at once after %d unverifiable attempts: they did not count", tries)
+	}
+	if e := lastAuth(t, g, victim.name); !strings.Contains(e.Reason, "throttled") {
+		t.Errorf("after the outage: %q, want throttled", e.Reason)
+	}
+}
+
+// accountState reads an account's badPwdCount and lockoutTime from the DC.
+func accountState(t *testing.T, name string) (badPwdCount, lockoutTime int64) {
+	t.Helper()
+	c, err := dc.Dial(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Bind(dc.AdminDN(), dc.AdminPassword()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Search(ldap.NewSearchRequest(dc.BaseDN(), ldap.ScopeWholeSubtree, ldap.NeverDerefAliases, 2, 10, false,
+		"(sAMAccountName="+ldap.EscapeFilter(name)+")", []string{"badPwdCount", "lockoutTime"}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Entries) != 1 {
+		t.Fatalf("%d entries for %s", len(res.Entries), name)
+	}
+	e := res.Entries[0]
+	parse := func(attr string) int64 {
+		v := e.GetAttributeValue(attr)
+		if v == "" {
+			return 0
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s %s: %v", name, attr, err)
+		}
+		return n
+	}
+	return parse("badPwdCount"), parse("lockoutTime")
+}
+
+// lastAuth is the last auth event audited for user.
+func lastAuth(t *testing.T, g *harness.Gateway, user string) audit.Event {
+	t.Helper()
+	var last audit.Event
+	for _, e := range audits(t, g) {
+		if e.Type == audit.TypeAuth && e.User == user {
+			last = e
+		}
+	}
+	return last
+}
