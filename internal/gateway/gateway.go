@@ -151,7 +151,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.inv = newInventory(cfg.Nodes, nk, opts.Logger)
 	}
 	if g.router == nil {
-		g.router = newRouter(g.inv, opts.Cluster)
+		r := newRouter(g.inv, opts.Cluster, cfg.Route.StaleAfter)
+		if r.probes != nil {
+			go r.probes.run(g.closing)
+		}
+		g.router = r
 	}
 	g.metrics.unauthenticated(g.admit.unauthenticated)
 	if g.cluster != nil {
@@ -434,6 +438,9 @@ type NodeInfo struct {
 	// NotTaking says why a discovered node takes no new logins (HyperPod
 	// status); its live sessions go on.
 	NotTaking string `json:"not_taking,omitempty"`
+	// NoAgent: no agent reports for the node; the gateway probes its sshd
+	// banner and scores it by sessions alone.
+	NoAgent bool `json:"no_agent,omitempty"`
 }
 
 // Nodes is the gateway's current view of the login nodes.
@@ -450,7 +457,7 @@ func (g *Gateway) Nodes() []NodeInfo {
 			Draining: n.Draining, HealthAt: n.HealthAt, Sessions: n.Sessions, MaxSessions: n.MaxSessions, Users: n.Users,
 			Load1: n.Load1, CPUs: n.CPUs, MemAvailFrac: n.MemAvailFrac, CPUPressure: n.CPUPressure,
 			MemPressure: n.MemPressure, RecentlyRouted: n.RecentlyRouted, Score: route.Score(n, g.cfg.Route.Weights),
-			Here: here[n.Name]})
+			Here: here[n.Name], NoAgent: n.NoAgent})
 	}
 	for name, why := range g.inv.notTaking() {
 		out = append(out, NodeInfo{Name: name, NotTaking: why, Here: here[name]})

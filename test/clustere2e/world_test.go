@@ -400,6 +400,7 @@ type nodeInfo struct {
 	Sessions       int       `json:"sessions"`
 	Load1          float64   `json:"load1"`
 	RecentlyRouted int       `json:"recently_routed"`
+	NoAgent        bool      `json:"no_agent"`
 	Score          float64   `json:"score"`
 }
 
