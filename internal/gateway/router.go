@@ -39,7 +39,7 @@ type router struct {
 	src    nodeSource
 	cl     *cluster.Cluster // nil without gossip
 	probes *agentless       // with gossip: nodes without an agent
-	now func() time.Time
+	now    func() time.Time
 
 	mu   sync.Mutex           // mu protects the following
 	fail map[string]time.Time // node → last failed login
