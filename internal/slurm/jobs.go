@@ -32,12 +32,12 @@ type Job struct {
 	TRES TRES
 }
 
-// JobStates are every job state sacct selects by (Slurm 22.05+): Jobs asks
+// JobStates are every job state sacct selects by (Slurm 22.05's man page;
+// it refuses states it does not account, such as CONFIGURING): Jobs asks
 // for all of them, so a failed, cancelled, timed-out or preempted job's GPU
 // time counts as much as a completed one's (the GPUs were held either way).
-var JobStates = []string{"BOOT_FAIL", "CANCELLED", "COMPLETED", "CONFIGURING", "COMPLETING", "DEADLINE",
-	"FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "PENDING", "PREEMPTED", "RUNNING", "RESV_DEL_HOLD", "REQUEUED",
-	"RESIZING", "REVOKED", "SIGNALING", "SPECIAL_EXIT", "STAGE_OUT", "STOPPED", "SUSPENDED", "TIMEOUT"}
+var JobStates = []string{"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL",
+	"OUT_OF_MEMORY", "PENDING", "PREEMPTED", "RUNNING", "REQUEUED", "RESIZING", "REVOKED", "SUSPENDED", "TIMEOUT"}
 
 // jobFields is the sacct --format of Jobs, in parseJobs' column order.
 const jobFields = "JobID,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES"
