@@ -221,8 +221,8 @@ func TestUsageAgainstRealSlurm(t *testing.T) {
 	}
 
 	cfg := usage.Config{Rates: usage.Rates{
-		InstanceTypes: map[string]usage.InstanceRate{"ml.p5.48xlarge": {Hourly: 98.32, GPUs: 8}},
-		Partitions:    map[string]string{slurmh.PartitionH100: "ml.p5.48xlarge"},
+		InstanceTypes:    map[string]usage.InstanceRate{"ml.p5.48xlarge": {Hourly: 98.32, GPUs: 8}},
+		Partitions:       map[string]string{slurmh.PartitionH100: "ml.p5.48xlarge"},
 		DefaultGPUHourly: 2, LoginNodeHourly: 0.5},
 		Budgets:              map[string]usage.Budget{"laba": {Monthly: 100}},
 		CapacityInstanceType: "ml.p5.48xlarge"}.Defaults()
