@@ -34,6 +34,12 @@ func WriteSVG(w io.Writer, r Report) error {
 		}
 		rows = append(rows[:chartMaxBars-1], other)
 	}
+	// Unused capacity is a cost too: show it beside the groups, in grey.
+	idle := -1
+	if r.IdleCost > 0 {
+		idle = len(rows)
+		rows = append(rows, Row{Key: "(idle capacity)", Cost: r.IdleCost, GPUHours: r.IdleGPUHours})
+	}
 	barH, gap := 22, 8
 	costTop := 70
 	costH := max(1, len(rows))*(barH+gap) + 20
@@ -47,7 +53,7 @@ func WriteSVG(w io.Writer, r Report) error {
 	fmt.Fprintf(&b, `<text x="20" y="30" font-size="18" font-weight="bold">%s</text>`+"\n",
 		esc(fmt.Sprintf("Cost per %s, %s – %s (%s)", r.By, r.From.Format("2006-01-02"), r.To.Format("2006-01-02"), r.Currency)))
 	fmt.Fprintf(&b, `<text x="20" y="52" fill="#555555">%s</text>`+"\n",
-		esc(fmt.Sprintf("total %.2f %s; %.1f GPU-hours allocated, %.1f idle", r.Total.Cost, r.Currency, r.AllocatedGPUHours, r.IdleGPUHours)))
+		esc(fmt.Sprintf("total %.2f %s; %.1f GPU-hours allocated, %.1f GPU-hours idle of %d GPUs' capacity", r.Total.Cost, r.Currency, r.AllocatedGPUHours, r.IdleGPUHours, r.CapacityGPUs)))
 
 	// Cost per key.
 	maxCost := 0.0
@@ -66,7 +72,7 @@ func WriteSVG(w io.Writer, r Report) error {
 		}
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-10, y+barH-6, esc(clip(x.Key, 26)))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>`+"\n",
-			left, y, math.Max(bw, 1), barH, palette[0], esc(fmt.Sprintf("%s: %.2f %s, %.2f GPU-hours", x.Key, x.Cost, r.Currency, x.GPUHours)))
+			left, y, math.Max(bw, 1), barH, barColour(i == idle), esc(fmt.Sprintf("%s: %.2f %s, %.2f GPU-hours", x.Key, x.Cost, r.Currency, x.GPUHours)))
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`+"\n", float64(left)+math.Max(bw, 1)+6, y+barH-6, esc(fmt.Sprintf("%.2f", x.Cost)))
 	}
 
@@ -135,6 +141,13 @@ func WriteSVG(w io.Writer, r Report) error {
 	return err
 }
 
+func barColour(idle bool) string {
+	if idle {
+		return palette[len(palette)-1]
+	}
+	return palette[0]
+}
+
 type serie struct {
 	key    string
 	other  bool
@@ -184,8 +197,10 @@ func short(v float64) string {
 		return fmt.Sprintf("%.1fM", v/1e6)
 	case v >= 1e4:
 		return fmt.Sprintf("%.0fk", v/1e3)
-	case v >= 10 || v == 0:
+	case v == math.Trunc(v):
 		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.2g", v)
 }
