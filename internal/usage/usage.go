@@ -346,6 +346,10 @@ func Aggregate(in Input) Report {
 	return r
 }
 
+// maxSessionSeconds bounds a session.end's duration (a year): anything
+// longer is a corrupt record, and would overflow time.Duration.
+const maxSessionSeconds = 366 * 24 * 3600
+
 // sessionsOf pairs session.start and session.end records.
 func sessionsOf(events []audit.Event, end time.Time, openMax time.Duration) (out []session, skipped int) {
 	type key struct{ gateway, id string }
@@ -388,7 +392,7 @@ func sessionsOf(events []audit.Event, end time.Time, openMax time.Duration) (out
 					s.end = lim
 				}
 			}
-		case p.end.Duration > 0 && !p.end.Time.IsZero():
+		case p.end.Duration > 0 && p.end.Duration < maxSessionSeconds && !p.end.Time.IsZero():
 			s = session{user: p.end.User, node: p.end.Node, end: p.end.Time.UTC()}
 			s.start = s.end.Add(-time.Duration(p.end.Duration * float64(time.Second)))
 		default:
