@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -297,6 +298,111 @@ func TestUsageAgainstRealSlurm(t *testing.T) {
 	t.Logf("\n%s", tbl.String())
 	b, _ := json.Marshal(rep.Total)
 	t.Logf("total: %s", b)
+
+	t.Run("cli", func(t *testing.T) { testCLI(t, ctx, from, auditFile, byKey) })
+}
+
+// testCLI runs the real `frontdoor usage --by group` (built from this
+// tree) against the same Slurm: a static directory puts ann and cat in
+// nlp-lab (policy rule nlp, account laba), bob and dan in vision-lab
+// (rule vision, account labb); dan's job is still running, so vision only
+// grows.
+func testCLI(t *testing.T, ctx context.Context, from time.Time, auditFile string, byAccount map[string]usage.Row) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "frontdoor")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/frontdoor")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	users := "users:\n"
+	for u, g := range map[string]string{ann: "nlp-lab", cat: "nlp-lab", bob: "vision-lab", dan: "vision-lab"} {
+		users += fmt.Sprintf("  - {name: %s, groups: [%s], keys: []}\n", u, g)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "users.yaml"), []byte(users), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`gateway:
+  name: gw1
+  host_keys: [host]
+  user_ca_key: user_ca
+backend:
+  known_hosts: [known_hosts]
+directory:
+  static: {file: users.yaml}
+nodes:
+  - {name: login1, addr: "127.0.1.1:22"}
+policy:
+  rules:
+    - {name: nlp, groups: [nlp-lab], pools: [default], slurm: {account: laba}}
+    - {name: vision, groups: [vision-lab], pools: [default], slurm: {account: labb}}
+slurm:
+  conf: %s
+  cluster: fdusage
+audit:
+  file: %s
+usage:
+  rates:
+    instance_types:
+      ml.p5.48xlarge: {hourly: 98.32, gpus: 8}
+    partitions: {h100: ml.p5.48xlarge}
+    default_gpu_hourly: 2
+    login_node_hourly: 0.5
+  budgets:
+    laba: {monthly: 100}
+`, cluster.Conf(), auditFile)
+	cfgPath := filepath.Join(dir, "gateway.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chart := filepath.Join(dir, "usage.svg")
+	to := time.Now().Add(time.Hour)
+	cmd := exec.CommandContext(ctx, bin, "usage", "--config", cfgPath, "--from", from.Format(time.RFC3339),
+		"--to", to.Format(time.RFC3339), "--by", "group", "-o", "json", "--chart", chart)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("frontdoor usage: %v\n%s", err, stderr.String())
+	}
+	var rep usage.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("-o json: %v\n%s", err, out)
+	}
+	rows := map[string]usage.Row{}
+	for _, r := range rep.Rows {
+		rows[r.Key] = r
+	}
+	nlp, vision := rows["nlp"], rows["vision"]
+	t.Logf("cli: nlp %.1f GPU-s (%v), vision %.1f GPU-s (%v), capacity %d GPUs, idle %.4f GPU-h, notes %q",
+		nlp.GPUHours*3600, nlp.JobStates, vision.GPUHours*3600, vision.JobStates, rep.CapacityGPUs, rep.IdleGPUHours, rep.Notes)
+	if len(rep.Rows) != 2 || math.Abs(nlp.GPUHours-byAccount["laba"].GPUHours) > 1e-9 || nlp.Users != 2 || nlp.Sessions != 1 {
+		t.Errorf("nlp: %+v, want laba's %+v", nlp, byAccount["laba"])
+	}
+	if vision.GPUHours < byAccount["labb"].GPUHours || vision.Jobs != 2 || vision.OpenSessions != 1 {
+		t.Errorf("vision: %+v, want at least labb's %+v", vision, byAccount["labb"])
+	}
+	if rep.CapacityGPUs != slurmh.GPUs || len(rep.Budgets) != 1 || rep.Budgets[0].Spent <= 0 {
+		t.Errorf("capacity %d, budgets %+v", rep.CapacityGPUs, rep.Budgets)
+	}
+	svg, err := os.ReadFile(chart)
+	if err != nil || !strings.Contains(string(svg), "Cost per group") || !strings.Contains(string(svg), ">nlp<") {
+		t.Errorf("chart: %v %.200s", err, svg)
+	}
+	// The table and csv forms too.
+	for _, o := range []string{"table", "csv"} {
+		out, err := exec.CommandContext(ctx, bin, "usage", "--config", cfgPath, "--from", from.Format(time.RFC3339),
+			"--to", to.Format(time.RFC3339), "--by", "account", "-o", o).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "laba") || !strings.Contains(string(out), "labb") {
+			t.Errorf("-o %s: %v\n%s", o, err, out)
+		}
+		if o == "table" {
+			t.Logf("\n%s", out)
+		}
+	}
+	if out, err := exec.CommandContext(ctx, bin, "usage", "--config", cfgPath, "--by", "rule").CombinedOutput(); err == nil {
+		t.Errorf("--by rule accepted: %s", out)
+	}
 }
 
 func writeJSONL(t *testing.T, path string, events []audit.Event) {
