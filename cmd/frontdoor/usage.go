@@ -77,7 +77,10 @@ func runUsage(ctx context.Context, args []string, out io.Writer, now time.Time) 
 	var notes []string
 
 	// Slurm: jobs and, unless configured, the GPU capacity.
-	sc := &slurm.Client{Conf: cfg.Slurm.Conf, BinDir: cfg.Slurm.BinDir, Cluster: cfg.Slurm.Cluster, Timeout: cfg.Slurm.Timeout}
+	// A month of a busy cluster's accounting is a large read: each sacct
+	// call gets at least 2 minutes (--timeout still bounds the whole).
+	sc := &slurm.Client{Conf: cfg.Slurm.Conf, BinDir: cfg.Slurm.BinDir, Cluster: cfg.Slurm.Cluster,
+		Timeout: max(cfg.Slurm.Timeout, 2*time.Minute)}
 	if in.Jobs, err = sc.Jobs(ctx, from, to); err != nil {
 		return err
 	}
