@@ -10,7 +10,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"math"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +23,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/audit/s3sink"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurm"
 	"github.com/frontdoor-hpc/frontdoor/internal/usage"
 	slurmh "github.com/frontdoor-hpc/frontdoor/test/harness/slurm"
@@ -299,7 +306,7 @@ func TestUsageAgainstRealSlurm(t *testing.T) {
 	b, _ := json.Marshal(rep.Total)
 	t.Logf("total: %s", b)
 
-	t.Run("cli", func(t *testing.T) { testCLI(t, ctx, from, auditFile, byKey) })
+	t.Run("cli", func(t *testing.T) { testCLI(t, ctx, from, auditFile, ev, byKey) })
 }
 
 // testCLI runs the real `frontdoor usage --by group` (built from this
@@ -307,8 +314,32 @@ func TestUsageAgainstRealSlurm(t *testing.T) {
 // nlp-lab (policy rule nlp, account laba), bob and dan in vision-lab
 // (rule vision, account labb); dan's job is still running, so vision only
 // grows.
-func testCLI(t *testing.T, ctx context.Context, from time.Time, auditFile string, byAccount map[string]usage.Row) {
+//
+// The audit records come from the file and from S3 (gofakes3, filled by
+// internal/audit/s3sink): the file's records again, which count once, and
+// a session of bob's that only S3 has.
+func testCLI(t *testing.T, ctx context.Context, from time.Time, auditFile string, fileEvents []audit.Event, byAccount map[string]usage.Row) {
 	dir := t.TempDir()
+	backend := s3mem.New()
+	if err := backend.CreateBucket("audit-bucket"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(backend).Server())
+	defer srv.Close()
+	s3cfg := s3sink.Config{Bucket: "audit-bucket", Region: "us-east-1", Endpoint: srv.URL, PathStyle: true,
+		SpoolDir: filepath.Join(dir, "spool")}
+	sink, err := s3sink.New(ctx, s3cfg, "gw1", s3sink.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range append(fileEvents,
+		audit.Event{Time: from.Add(3 * time.Second), Type: audit.TypeSessionStart, Gateway: "gw2", Session: "s3", User: bob, Node: "login1", Rule: "vision"},
+		audit.Event{Time: from.Add(4 * time.Second), Type: audit.TypeSessionEnd, Gateway: "gw2", Session: "s3", User: bob, Node: "login1", Duration: 1}) {
+		sink.Record(e)
+	}
+	if err := sink.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 	bin := filepath.Join(dir, "frontdoor")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/frontdoor")
 	build.Dir = "../.."
@@ -341,6 +372,7 @@ slurm:
   cluster: fdusage
 audit:
   file: %s
+  s3: {bucket: audit-bucket, region: us-east-1, endpoint: "%s", path_style: true, spool_dir: spool}
 usage:
   rates:
     instance_types:
@@ -350,7 +382,7 @@ usage:
     login_node_hourly: 0.5
   budgets:
     laba: {monthly: 100}
-`, cluster.Conf(), auditFile)
+`, cluster.Conf(), auditFile, srv.URL)
 	cfgPath := filepath.Join(dir, "gateway.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -376,10 +408,10 @@ usage:
 	nlp, vision := rows["nlp"], rows["vision"]
 	t.Logf("cli: nlp %.1f GPU-s (%v), vision %.1f GPU-s (%v), capacity %d GPUs, idle %.4f GPU-h, notes %q",
 		nlp.GPUHours*3600, nlp.JobStates, vision.GPUHours*3600, vision.JobStates, rep.CapacityGPUs, rep.IdleGPUHours, rep.Notes)
-	if len(rep.Rows) != 2 || math.Abs(nlp.GPUHours-byAccount["laba"].GPUHours) > 1e-9 || nlp.Users != 2 || nlp.Sessions != 1 {
+	if len(rep.Rows) != 2 || math.Abs(nlp.GPUHours-byAccount["laba"].GPUHours) > 1e-9 || nlp.Users != 2 || nlp.Sessions != 1 { // file + S3: once
 		t.Errorf("nlp: %+v, want laba's %+v", nlp, byAccount["laba"])
 	}
-	if vision.GPUHours < byAccount["labb"].GPUHours || vision.Jobs != 2 || vision.OpenSessions != 1 {
+	if vision.GPUHours < byAccount["labb"].GPUHours || vision.Jobs != 2 || vision.Sessions != 2 || vision.OpenSessions != 1 {
 		t.Errorf("vision: %+v, want at least labb's %+v", vision, byAccount["labb"])
 	}
 	if rep.CapacityGPUs != slurmh.GPUs || len(rep.Budgets) != 1 || rep.Budgets[0].Spent <= 0 {
