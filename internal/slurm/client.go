@@ -89,6 +89,11 @@ func (c *Client) timeout() time.Duration {
 
 // run runs prog with args under the client's timeout and returns stdout.
 func (c *Client) run(ctx context.Context, prog string, args ...string) (string, error) {
+	return c.runEnv(ctx, nil, prog, args...)
+}
+
+// runEnv is run with extra environment variables (NAME=value).
+func (c *Client) runEnv(ctx context.Context, env []string, prog string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
 	path := prog
@@ -97,8 +102,15 @@ func (c *Client) run(ctx context.Context, prog string, args ...string) (string, 
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.WaitDelay = time.Second
-	if c.Conf != "" {
-		cmd.Env = append(withoutVar(os.Environ(), "SLURM_CONF"), "SLURM_CONF="+c.Conf)
+	if c.Conf != "" || len(env) > 0 {
+		cmd.Env = os.Environ()
+		if c.Conf != "" {
+			cmd.Env = append(withoutVar(cmd.Env, "SLURM_CONF"), "SLURM_CONF="+c.Conf)
+		}
+		for _, kv := range env {
+			name, _, _ := strings.Cut(kv, "=")
+			cmd.Env = append(withoutVar(cmd.Env, name), kv)
+		}
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
