@@ -660,7 +660,7 @@ Admin API (the socket: you are who the kernel says; TCP: the bearer token):
 Slurm (accounts %s, partitions %s; every user above is a Unix user here):
   %s sinfo
   %s sacctmgr show assoc format=account,user,partition,qos,grptres
-  %s runuser -u alice -- sbatch --gres=gpu:1 --wrap='sleep 60'
+  %s runuser -u alice -- sbatch --chdir=/tmp --gres=gpu:1 --wrap='sleep 60'
   bin/frontdoor slurm plan --config %s
 `, strings.Join(sl.Accounts, ","), strings.Join(sl.Partitions, ","), sl.Env, sl.Env, sl.Env, gw.Config)
 	}
