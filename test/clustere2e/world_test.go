@@ -13,8 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -39,9 +39,9 @@ type world struct {
 	// gatewayKey seals gateway state; only the gateways get it.
 	gatewayKey string
 	// fake is the SageMaker API of worlds with discovered nodes.
-	fake *discoverytest.Server
-	nodes      []*loginNode
-	gws        []*gw
+	fake  *discoverytest.Server
+	nodes []*loginNode
+	gws   []*gw
 	// knownHosts trusts every gateway's SSH address (one host key).
 	knownHosts string
 
