@@ -5,6 +5,7 @@
 #   make test    every test, race detector on (needs root and `make deps`)
 #   make run     the local stack in the foreground (real sshd nodes, gateways, agents, Samba AD)
 #   make bench   benchmarks; results in bench/results/, summary in BENCHMARKS.md
+#                (RELAYBENCH_FLAGS=--quick: the relay bench in a few minutes)
 #   make lint    gofmt + go vet
 
 SHELL := /bin/bash
@@ -45,12 +46,12 @@ run: build
 
 # Benchmarks write bench/results/*.json and *.md; BENCHMARKS.md summarises them.
 bench: build
-	$(GO) run ./bench/cmd/relaybench --out bench/results
+	$(GO) run ./bench/cmd/relaybench --out bench/results $(RELAYBENCH_FLAGS)
 	$(GO) run ./bench/gossip -out bench/results/gossip.json
 	@if [ -d bench/cmd/authbench ]; then $(GO) run ./bench/cmd/authbench --out bench/results; fi
 
 lint:
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(git ls-files '*.go' ':!third_party/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 clean:

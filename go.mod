@@ -62,3 +62,5 @@ require (
 	golang.org/x/tools v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace golang.org/x/crypto => ./third_party/x-crypto

@@ -8,12 +8,19 @@ import (
 )
 
 // Buffers for copying channel data. An idle channel blocks in Read holding
-// its buffer, so reads start small and switch to a large buffer only while
-// data is streaming: idle sessions stay cheap, bulk transfers move whole
-// SSH packets (32 KiB) per read.
+// its buffer, so reads start small (keystrokes, prompts) and switch to a
+// large buffer only while data is streaming: idle sessions stay cheap.
+// The large buffer holds four maximum-size SSH packets (OpenSSH and
+// x/crypto both use 32 KiB): a copier that fell behind takes everything
+// buffered in one read, and one write hands it to x/crypto, which cuts it
+// into full-size packets for the other side. That halves the packets (and
+// write syscalls) toward the node when the OpenSSH client sends its
+// 16 KiB ones, and wakes the copier once per batch instead of per packet.
 const (
-	smallBuf = 2 << 10
-	largeBuf = 32 << 10
+	smallBuf = 512
+	largeBuf = 4 * maxPacket
+	// maxPacket is the channel packet size OpenSSH and x/crypto announce.
+	maxPacket = 32 << 10
 )
 
 var (

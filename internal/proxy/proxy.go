@@ -348,7 +348,14 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 		up.Close()
 	})
 
-	// Client → node: data then EOF; requests until the client closes.
+	// One goroutine per direction copies data; requests from both sides
+	// are dispatched by this goroutine to one ordered queue per direction
+	// (see serial), whose worker exists only while requests are pending:
+	// an idle channel costs three goroutines (four for a session).
+	var workers sync.WaitGroup
+	toNode, toClient := &serial{wg: &workers}, &serial{wg: &workers}
+
+	// Client → node: data then EOF.
 	var input sync.WaitGroup
 	input.Add(1)
 	go func() {
@@ -356,19 +363,10 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 		copyData(up, down, &r.Stats.BytesUp)
 		up.CloseWrite()
 	}()
-	downDone := make(chan struct{})
 	var st *sessionState
 	if session {
 		st = &sessionState{down: down}
 	}
-	go func() {
-		defer close(downDone)
-		r.forwardRequests(downReqs, up, st, &replyMu, nil)
-		// The client closed the channel: once its data is through, so
-		// does the node's end.
-		input.Wait()
-		closeBoth()
-	}()
 
 	// Node → client: stdout and stderr, then one EOF. In SSH a single EOF
 	// ends both streams, and x/crypto may report EOF on stdout while
@@ -401,47 +399,108 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 		<-exited
 		down.CloseWrite()
 	}()
-	// Requests until the node closes (exit-status and exit-signal come
-	// before its close), then close the client's end once the output is
-	// through.
-	r.forwardRequests(upReqs, down, nil, nil, func(t string) {
-		if t == reqExitStatus || t == reqExitSignal {
-			markExited()
+
+	// Requests, each side's in its order, until both sides have closed.
+	// The node's: exit-status and exit-signal come before its close; after
+	// the close the client's end is closed once the output is through.
+	// The client's: filtered and completed by the session additions; after
+	// its close the node's end is closed once the input is through.
+	for downReqs != nil || upReqs != nil {
+		select {
+		case req, ok := <-downReqs:
+			if !ok {
+				downReqs = nil
+				toNode.do(func() {
+					input.Wait()
+					closeBoth()
+				})
+				continue
+			}
+			toNode.do(func() { r.forwardRequest(req, up, st, &replyMu) })
+		case req, ok := <-upReqs:
+			if !ok {
+				upReqs = nil
+				toClient.do(func() {
+					markExited()
+					output.Wait()
+					closeBoth()
+				})
+				continue
+			}
+			toClient.do(func() {
+				r.forwardRequest(req, down, nil, nil)
+				if req.Type == reqExitStatus || req.Type == reqExitSignal {
+					markExited()
+				}
+			})
 		}
-	})
-	markExited()
-	output.Wait()
-	closeBoth()
-	<-downDone
+	}
+	workers.Wait()
 }
 
-// forwardRequests passes channel requests from one side to the other, with
+// serial runs functions one after another in the order given, on a
+// goroutine that exists only while some are pending. Each relayed
+// channel has one per direction: requests keep their order, a request
+// waiting for the other side's reply holds back only later requests in
+// its own direction, and an idle channel holds no goroutine for them.
+type serial struct {
+	wg      *sync.WaitGroup // counts running workers
+	mu      sync.Mutex      // mu protects the following
+	queue   []func()
+	running bool
+}
+
+func (s *serial) do(f func()) {
+	s.mu.Lock()
+	s.queue = append(s.queue, f)
+	if s.running {
+		s.mu.Unlock()
+		return
+	}
+	s.running = true
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go s.drain()
+}
+
+func (s *serial) drain() {
+	defer s.wg.Done()
+	for {
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			s.running = false
+			s.queue = nil
+			s.mu.Unlock()
+			return
+		}
+		f := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+		f()
+	}
+}
+
+// forwardRequest passes a channel request from one side to the other, with
 // the other side's answer. st is set for a client's session requests,
 // which are filtered by forwarding rights and get the session additions;
-// replyMu, if set, is held from sending a request to delivering its reply;
-// forwarded, if set, is called after each request has been passed on.
-func (r *Relay) forwardRequests(reqs <-chan *ssh.Request, to ssh.Channel, st *sessionState, replyMu *sync.Mutex, forwarded func(reqType string)) {
-	for req := range reqs {
-		if st != nil && !r.clientSessionRequest(st, req, to) {
-			r.Log.Info("session request refused", "request", req.Type)
-			if req.WantReply {
-				req.Reply(false, nil)
-			}
-			continue
-		}
-		if replyMu != nil {
-			replyMu.Lock()
-		}
-		ok, err := to.SendRequest(req.Type, req.WantReply, req.Payload)
+// replyMu, if set, is held from sending the request to delivering its
+// reply.
+func (r *Relay) forwardRequest(req *ssh.Request, to ssh.Channel, st *sessionState, replyMu *sync.Mutex) {
+	if st != nil && !r.clientSessionRequest(st, req, to) {
+		r.Log.Info("session request refused", "request", req.Type)
 		if req.WantReply {
-			req.Reply(ok && err == nil, nil)
+			req.Reply(false, nil)
 		}
-		if replyMu != nil {
-			replyMu.Unlock()
-		}
-		if forwarded != nil {
-			forwarded(req.Type)
-		}
+		return
+	}
+	if replyMu != nil {
+		replyMu.Lock()
+		defer replyMu.Unlock()
+	}
+	ok, err := to.SendRequest(req.Type, req.WantReply, req.Payload)
+	if req.WantReply {
+		req.Reply(ok && err == nil, nil)
 	}
 }
 
