@@ -19,7 +19,8 @@ STATE_DIR ?= $(CURDIR)/.stack
 # reconciler tests. No winbind: login-node users stay in /etc/passwd (see README).
 APT_PACKAGES := openssh-server openssh-client rsync socat samba samba-ad-provision samba-dsdb-modules samba-vfs-modules ldb-tools \
 	ca-certificates procps psmisc iproute2 curl \
-	slurmctld slurmd slurmdbd slurm-client munge mariadb-server
+	slurmctld slurmd slurmdbd slurm-client munge mariadb-server \
+	chromium fonts-dejavu-core
 
 .PHONY: deps build test run bench lint clean
 

@@ -55,6 +55,9 @@ func runNodes(ctx context.Context, args []string) error {
 		case n.Draining:
 			state = "draining"
 		}
+		if n.NoAgent {
+			state += " (no agent: sshd probed)"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.2f/%d\t%.0f%%\t%.2f/%.2f\t%d (+%d)\t%d\t%.3f\n", n.Name, n.Pool, n.Addr, state,
 			time.Since(n.HealthAt).Round(100*time.Millisecond), n.Load1, n.CPUs, 100*n.MemAvailFrac,
 			n.CPUPressure, n.MemPressure, n.Sessions, n.RecentlyRouted, n.Users, n.Score)

@@ -271,6 +271,25 @@ func (c *Cluster) SessionsElsewhere(user string) int {
 	return n
 }
 
+// SessionsOn counts the live sessions every live gateway has on node, for
+// nodes without an agent to count them.
+func (c *Cluster) SessionsOn(node string) (sessions, users int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[string]bool{}
+	for k, e := range c.st.byKind[kindSession] {
+		gw, n, user, ok := splitSessionKey(k)
+		if !ok || n != node || !c.ownerAlive(gw) {
+			continue
+		}
+		if v, ok := decode[sessionVal](e); ok && v.N > 0 {
+			sessions += v.N
+			seen[user] = true
+		}
+	}
+	return sessions, len(seen)
+}
+
 // Session is one gateway's live sessions of a user on a node.
 type Session struct {
 	Gateway, Node, User string

@@ -25,6 +25,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
 	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
+	"github.com/frontdoor-hpc/frontdoor/internal/usage"
 	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf"
 )
 
@@ -53,7 +54,10 @@ type Config struct {
 	// does not talk to Slurm.
 	Slurm Slurm `yaml:"slurm"`
 	Audit Audit `yaml:"audit"`
-	Log   Log   `yaml:"log"`
+	// Usage prices GPU and login-node hours and holds the accounts'
+	// budgets, for `frontdoor usage` (see internal/usage).
+	Usage usage.Config `yaml:"usage"`
+	Log   Log          `yaml:"log"`
 
 	// path and lines remember where things were written, for error messages.
 	path  string
@@ -321,6 +325,9 @@ func (c *Config) ClusterEnabled() bool { return c.lines["cluster"] > 0 }
 // AuditS3Enabled reports whether the file has an audit.s3 section.
 func (c *Config) AuditS3Enabled() bool { return c.lines["audit.s3"] > 0 }
 
+// UsageEnabled reports whether the file has a usage section.
+func (c *Config) UsageEnabled() bool { return c.lines["usage"] > 0 }
+
 // DiscoveryEnabled reports whether the file has a discovery section.
 func (c *Config) DiscoveryEnabled() bool { return c.lines["discovery"] > 0 }
 
@@ -503,6 +510,7 @@ func (c *Config) setDefaults() {
 	if c.AuditS3Enabled() {
 		c.Audit.S3 = c.Audit.S3.Defaults()
 	}
+	c.Usage = c.Usage.Defaults()
 	for i := range c.Nodes {
 		if c.Nodes[i].Pool == "" {
 			c.Nodes[i].Pool = "default"
@@ -725,6 +733,9 @@ func (c *Config) validate() error {
 		if !s3sink.ValidGatewayName(c.Gateway.Name) {
 			add(c.Errorf("gateway.name", "%q cannot be part of an audit object key (letters, digits, '.', '-'; at most 63)", c.Gateway.Name))
 		}
+	}
+	if err := c.Usage.Validate(); err != nil {
+		errs = append(errs, c.sectionErrors("usage", err)...)
 	}
 	if c.DiscoveryEnabled() {
 		if err := c.Discovery.Validate(); err != nil {

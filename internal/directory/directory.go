@@ -26,8 +26,10 @@ type Identity struct {
 	GroupDNs []string
 	// Keys are the public keys the user may authenticate with.
 	Keys []ssh.PublicKey
-	// UID and GID are the POSIX ids when the source knows them (0 = unknown).
+	// UID and GID are the POSIX ids when the source knows them (0 =
+	// unknown, unless UIDSet says the source stated 0: root's uid).
 	UID, GID int
+	UIDSet   bool
 	// Source names the directory that produced the identity ("static", "ad"),
 	// and Cached is true when it was served from cache while the source was
 	// unreachable.

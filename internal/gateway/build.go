@@ -90,10 +90,18 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Assemble
 		a.Audit.AddSink(a.AuditS3)
 	}
 	opts := Options{Logger: log, Directory: dir, Cluster: a.Cluster, Audit: a.Audit, nodeKeys: nk, inv: inv}
+	var bud *budgets
 	if cfg.SlurmEnabled() {
 		opts.GPUUsage = newSlurmUsage(cfg.Slurm)
+		if len(cfg.Usage.Budgets) > 0 {
+			bud = newBudgets(cfg.Slurm, cfg.Usage, log.With("component", "budgets"))
+			opts.Budget = bud.warning
+		}
 	}
 	a.Gateway, err = New(cfg, opts)
+	if err == nil && bud != nil {
+		go bud.run(a.Gateway.closing)
+	}
 	if err == nil && a.Discovery != nil {
 		for _, c := range a.Discovery.Collectors() {
 			a.Gateway.Registry().MustRegister(c)

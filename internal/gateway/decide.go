@@ -127,7 +127,7 @@ func checkPrincipal(id directory.Identity, p Principals) *Refusal {
 	if slices.ContainsFunc(p.Deny, func(d string) bool { return strings.EqualFold(d, id.Name) }) {
 		return &Refusal{Stage: "principal", UserMsg: msg, Reason: fmt.Sprintf("principal %q is on backend.deny_principals", id.Name)}
 	}
-	if p.MinUID > 0 && id.UID > 0 && id.UID < p.MinUID {
+	if p.MinUID > 0 && (id.UID > 0 || id.UIDSet) && id.UID < p.MinUID {
 		return &Refusal{Stage: "principal", UserMsg: msg, Reason: fmt.Sprintf("principal %q has uid %d, below backend.min_uid %d", id.Name, id.UID, p.MinUID)}
 	}
 	if strings.EqualFold(id.Name, "root") {

@@ -50,6 +50,7 @@ func TestDecide(t *testing.T) {
 			wantStage: "principal"},
 		{name: "uid below the floor", mod: func(in *Input) { in.Ident.UID = 999 }, wantStage: "principal"},
 		{name: "unknown uid passes the floor", mod: func(in *Input) { in.Ident.UID = 0 }, wantFirst: "gpu1"},
+		{name: "a stated uid 0 is refused", mod: func(in *Input) { in.Ident.UID, in.Ident.UIDSet = 0, true }, wantStage: "principal"},
 		{name: "no rule", mod: func(in *Input) { in.Ident = directory.Identity{Name: "eve", Groups: []string{"nobody"}} },
 			wantStage: "policy", wantMsg: "no access"},
 		{name: "deny rule", mod: func(in *Input) { in.Ident.Groups = []string{"banned", "lab"} }, wantStage: "policy"},

@@ -45,8 +45,10 @@ type Options struct {
 	Cluster *cluster.Cluster
 	Audit   *audit.Logger // default: the audit file of the config
 	// GPUUsage, if set, puts the GPUs a user and their account hold into
-	// interactive login banners.
+	// interactive login banners; Budget, if set, a line when the
+	// account is near or over its budget.
 	GPUUsage GPUUsage
+	Budget   func(account string) string
 
 	// nodeKeys and inv, if set, are the backend host keys and the node
 	// inventory Build made (for the cluster, and discovery).
@@ -68,6 +70,7 @@ type Gateway struct {
 	nodeKeys *hostKeys
 	inv      *inventory
 	usage    GPUUsage // nil: banners show no GPU use
+	budget   func(account string) string
 	throttle *throttle.Throttle
 	metrics  *metrics
 	slots    chan struct{} // one per allowed concurrent connection
@@ -146,12 +149,17 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.closing, g.closeCancel = context.WithCancel(context.Background())
 	g.cluster = opts.Cluster
 	g.usage = opts.GPUUsage
+	g.budget = opts.Budget
 	g.inv = opts.inv
 	if g.inv == nil {
 		g.inv = newInventory(cfg.Nodes, nk, opts.Logger)
 	}
 	if g.router == nil {
-		g.router = newRouter(g.inv, opts.Cluster)
+		r := newRouter(g.inv, opts.Cluster, cfg.Route.StaleAfter)
+		if r.probes != nil {
+			go r.probes.run(g.closing)
+		}
+		g.router = r
 	}
 	g.metrics.unauthenticated(g.admit.unauthenticated)
 	if g.cluster != nil {
@@ -388,7 +396,7 @@ func (g *Gateway) relay(ctx context.Context, c *conn, sconn *ssh.ServerConn, cha
 		Stats:             s.stats,
 		KeepaliveInterval: g.cfg.Backend.KeepaliveInterval,
 		Env:               sessionEnv(lr.policy, b.target, s.ID),
-		Banner:            sessionBanner(s.User, lr.policy, b.target, g.usage, g.cfg.Slurm.UsageTimeout),
+		Banner:            sessionBanner(s.User, lr.policy, b.target, g.usage, g.cfg.Slurm.UsageTimeout, g.budgetLine),
 		AllowDirect:       allowDirect(b.target, lr.policy.ForwardTo),
 		IdleTimeout:       lr.policy.IdleTimeout,
 		IdleWarning:       lr.policy.IdleWarning,
@@ -409,6 +417,14 @@ func (g *Gateway) relay(ctx context.Context, c *conn, sconn *ssh.ServerConn, cha
 		ev.Reason = err.Error()
 	}
 	g.audit.Record(ev)
+}
+
+// budgetLine is the banner's budget warning for account, if any.
+func (g *Gateway) budgetLine(account string) string {
+	if g.budget == nil {
+		return ""
+	}
+	return g.budget(account)
 }
 
 // NodeInfo is a login node as the admin API shows it.
@@ -434,6 +450,9 @@ type NodeInfo struct {
 	// NotTaking says why a discovered node takes no new logins (HyperPod
 	// status); its live sessions go on.
 	NotTaking string `json:"not_taking,omitempty"`
+	// NoAgent: no agent reports for the node; the gateway probes its sshd
+	// banner and scores it by sessions alone.
+	NoAgent bool `json:"no_agent,omitempty"`
 }
 
 // Nodes is the gateway's current view of the login nodes.
@@ -450,7 +469,7 @@ func (g *Gateway) Nodes() []NodeInfo {
 			Draining: n.Draining, HealthAt: n.HealthAt, Sessions: n.Sessions, MaxSessions: n.MaxSessions, Users: n.Users,
 			Load1: n.Load1, CPUs: n.CPUs, MemAvailFrac: n.MemAvailFrac, CPUPressure: n.CPUPressure,
 			MemPressure: n.MemPressure, RecentlyRouted: n.RecentlyRouted, Score: route.Score(n, g.cfg.Route.Weights),
-			Here: here[n.Name]})
+			Here: here[n.Name], NoAgent: n.NoAgent})
 	}
 	for name, why := range g.inv.notTaking() {
 		out = append(out, NodeInfo{Name: name, NotTaking: why, Here: here[name]})

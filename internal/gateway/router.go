@@ -36,9 +36,10 @@ type nodeSource interface {
 
 // router keeps the view over a nodeSource.
 type router struct {
-	src nodeSource
-	cl  *cluster.Cluster // nil without gossip
-	now func() time.Time
+	src    nodeSource
+	cl     *cluster.Cluster // nil without gossip
+	probes *agentless       // with gossip: nodes without an agent
+	now    func() time.Time
 
 	mu   sync.Mutex           // mu protects the following
 	fail map[string]time.Time // node → last failed login
@@ -48,10 +49,11 @@ type router struct {
 // newRouter routes over the gossip cluster if cl is non-nil (which judges
 // health by the inventory), else over the inventory's nodes (assumed
 // healthy; load = this gateway's sessions).
-func newRouter(inv *inventory, cl *cluster.Cluster) Router {
+func newRouter(inv *inventory, cl *cluster.Cluster, staleAfter time.Duration) *router {
 	r := &router{cl: cl, now: time.Now, fail: map[string]time.Time{}, ends: map[string][]func(){}}
 	if cl != nil {
-		r.src = cl
+		r.probes = newAgentless(cl, inv, staleAfter)
+		r.src = r.probes
 	} else {
 		r.src = newStaticNodes(inv.list, time.Now)
 	}

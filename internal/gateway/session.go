@@ -66,7 +66,7 @@ type GPUUsage interface {
 
 // sessionBanner is the short banner of an interactive login: where the
 // user is and, with a Slurm grant, what they may use and hold now.
-func sessionBanner(user string, d policy.Decision, node Target, usage GPUUsage, wait time.Duration) func() string {
+func sessionBanner(user string, d policy.Decision, node Target, usage GPUUsage, wait time.Duration, budget func(account string) string) func() string {
 	return func() string {
 		var b strings.Builder
 		fmt.Fprintf(&b, "frontdoor: %s on %s (pool %s, access %q)", user, node.Name, node.Pool, d.Rule)
@@ -94,6 +94,11 @@ func sessionBanner(user string, d policy.Decision, node Target, usage GPUUsage, 
 				b.WriteString("; GPUs held now: unknown (Slurm did not answer in time)")
 			} else {
 				fmt.Fprintf(&b, "; GPUs held now: you %d, %s %d", u, sl.Account, a)
+			}
+		}
+		if budget != nil {
+			if w := budget(sl.Account); w != "" {
+				b.WriteString("\n" + w)
 			}
 		}
 		return b.String()

@@ -71,9 +71,9 @@ func (failingUsage) GPUsHeld(context.Context, string, string) (int, int, error) 
 func TestSessionBanner(t *testing.T) {
 	node := Target{Name: "login3", Pool: "gpu"}
 	d := visionDecision(t, false)
-	b := sessionBanner("bob", d, node, slowUsage{}, time.Second)()
+	b := sessionBanner("bob", d, node, slowUsage{}, time.Second, func(a string) string { return "budget line for " + a })()
 	for _, want := range []string{"bob on login3 (pool gpu", "account vision", "partitions general,h100 (default h100)",
-		"GPU limit: 4 per user, 8 for account vision", "GPUs held now: you 2, vision 6"} {
+		"GPU limit: 4 per user, 8 for account vision", "GPUs held now: you 2, vision 6", "budget line for vision"} {
 		if !strings.Contains(b, want) {
 			t.Errorf("banner lacks %q:\n%s", want, b)
 		}
@@ -81,14 +81,14 @@ func TestSessionBanner(t *testing.T) {
 	// A Slurm slower than the wait, or down, costs the login nothing but
 	// the figure.
 	start := time.Now()
-	b = sessionBanner("bob", d, node, slowUsage{delay: time.Hour}, 50*time.Millisecond)()
+	b = sessionBanner("bob", d, node, slowUsage{delay: time.Hour}, 50*time.Millisecond, nil)()
 	if !strings.Contains(b, "GPUs held now: unknown") || time.Since(start) > 10*time.Second {
 		t.Errorf("slow Slurm: %q after %v", b, time.Since(start))
 	}
-	if b = sessionBanner("bob", d, node, failingUsage{}, time.Second)(); !strings.Contains(b, "unknown") {
+	if b = sessionBanner("bob", d, node, failingUsage{}, time.Second, nil)(); !strings.Contains(b, "unknown") {
 		t.Errorf("failing Slurm: %q", b)
 	}
-	if b = sessionBanner("dave", policy.Decision{Rule: "everyone"}, node, slowUsage{}, time.Second)(); strings.Contains(b, "Slurm") {
+	if b = sessionBanner("dave", policy.Decision{Rule: "everyone"}, node, slowUsage{}, time.Second, nil)(); strings.Contains(b, "Slurm") {
 		t.Errorf("no grant: %q", b)
 	}
 }

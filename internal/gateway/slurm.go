@@ -3,9 +3,13 @@ package gateway
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurm"
+	"github.com/frontdoor-hpc/frontdoor/internal/usage"
 )
 
 // slurmUsage answers banner lookups from one squeue read shared by all
@@ -28,4 +32,74 @@ func (s slurmUsage) GPUsHeld(ctx context.Context, user, account string) (int, in
 		return 0, 0, errUsageUnknown
 	}
 	return u.User, u.Account, nil
+}
+
+// budgetEvery is how often accounts' spend is recomputed for banners:
+// a month's sacct is not something to run per login.
+const budgetEvery = 10 * time.Minute
+
+// budgets knows each account's GPU spend this calendar month (from
+// Slurm's accounting, priced by usage.rates) for the banner's budget line.
+// It is refreshed in the background; a login only reads it.
+type budgets struct {
+	client *slurm.Client
+	cfg    usage.Config
+	log    *slog.Logger
+
+	mu    sync.Mutex // mu protects spent
+	spent map[string]float64
+}
+
+func newBudgets(sl config.Slurm, cfg usage.Config, log *slog.Logger) *budgets {
+	return &budgets{client: &slurm.Client{Conf: sl.Conf, Cluster: sl.Cluster, BinDir: sl.BinDir, Timeout: 2 * sl.Timeout},
+		cfg: cfg, log: log, spent: map[string]float64{}}
+}
+
+func (b *budgets) run(ctx context.Context) {
+	t := time.NewTicker(budgetEvery)
+	defer t.Stop()
+	for {
+		if err := b.refresh(ctx); err != nil && ctx.Err() == nil {
+			b.log.Warn("budgets: could not read this month's jobs; banners keep the last figures", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (b *budgets) refresh(ctx context.Context) error {
+	now := time.Now()
+	from, to := usage.MonthWindow(now)
+	jobs, err := b.client.Jobs(ctx, from, now)
+	if err != nil {
+		return err
+	}
+	rep := usage.Aggregate(usage.Input{From: from, To: to, Now: now, By: usage.ByAccount, Jobs: jobs, Config: b.cfg})
+	spent := map[string]float64{}
+	for _, r := range rep.Budgets {
+		spent[r.Account] = r.Spent
+	}
+	b.mu.Lock()
+	b.spent = spent
+	b.mu.Unlock()
+	return nil
+}
+
+// warning is the banner line for account ("" when within budget or
+// unknown).
+func (b *budgets) warning(account string) string {
+	bud, ok := b.cfg.Budgets[account]
+	if !ok {
+		return ""
+	}
+	b.mu.Lock()
+	spent, known := b.spent[account]
+	b.mu.Unlock()
+	if !known {
+		return ""
+	}
+	return usage.BudgetWarning(account, spent, bud)
 }

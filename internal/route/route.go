@@ -40,6 +40,11 @@ type Node struct {
 	// last few seconds that may not show in Sessions yet. It is what keeps
 	// several gateways from herding onto the same node between gossip rounds.
 	RecentlyRouted int
+
+	// NoAgent: no agent reports for this node; Alive and SSHDUp are the
+	// gateway's own banner probe, and the load figures are neutral, so the
+	// node is scored by its sessions (the gateways' counts) alone.
+	NoAgent bool
 }
 
 // Affinity is what the cluster remembers about a user's recent sessions.

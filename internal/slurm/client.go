@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -49,7 +50,7 @@ type CommandError struct {
 }
 
 func (e *CommandError) Error() string {
-	msg := strings.Join(e.Command, " ") + ": " + e.Err.Error()
+	msg := shellJoin(e.Command) + ": " + e.Err.Error()
 	if e.unavailable {
 		msg += " (" + ErrUnavailable.Error() + ")"
 	}
@@ -88,6 +89,11 @@ func (c *Client) timeout() time.Duration {
 
 // run runs prog with args under the client's timeout and returns stdout.
 func (c *Client) run(ctx context.Context, prog string, args ...string) (string, error) {
+	return c.runEnv(ctx, nil, prog, args...)
+}
+
+// runEnv is run with extra environment variables (NAME=value).
+func (c *Client) runEnv(ctx context.Context, env []string, prog string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
 	path := prog
@@ -96,8 +102,15 @@ func (c *Client) run(ctx context.Context, prog string, args ...string) (string, 
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.WaitDelay = time.Second
-	if c.Conf != "" {
-		cmd.Env = append(withoutVar(os.Environ(), "SLURM_CONF"), "SLURM_CONF="+c.Conf)
+	if c.Conf != "" || len(env) > 0 {
+		cmd.Env = os.Environ()
+		if c.Conf != "" {
+			cmd.Env = append(withoutVar(cmd.Env, "SLURM_CONF"), "SLURM_CONF="+c.Conf)
+		}
+		for _, kv := range env {
+			name, _, _ := strings.Cut(kv, "=")
+			cmd.Env = append(withoutVar(cmd.Env, name), kv)
+		}
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -151,21 +164,46 @@ func (c *Client) State(ctx context.Context) (State, error) {
 	}
 	st := State{Cluster: cluster, Accounts: map[string]AccountState{}, QOS: map[string]QOSState{}, Users: map[string]UserState{}}
 
-	// Description last: it is free text and may hold a '|'.
-	rows, err := c.query(ctx, 2, "show", "account", "format=Account,Description")
-	if err != nil {
-		return State{}, fmt.Errorf("slurm: read accounts: %w", err)
+	// The four reads are independent; run them at once (each sacctmgr
+	// costs a round trip to slurmdbd and a process start).
+	queries := []struct {
+		what   string
+		fields int
+		args   []string
+	}{
+		// Description last: it is free text and may hold a '|'.
+		{"accounts", 2, []string{"show", "account", "format=Account,Description"}},
+		{"QOS", 4, []string{"show", "qos", "format=Name,MaxTRESPerUser,Flags,Description"}},
+		{"users", 2, []string{"show", "user", "format=User,DefaultAccount"}},
+		{"associations", 7, []string{"show", "assoc", "where", "cluster=" + cluster,
+			"format=Account,User,Partition,ParentName,GrpTRES,DefaultQOS,QOS"}},
 	}
-	for _, r := range rows {
+	results := make([][][]string, len(queries))
+	errs := make([]error, len(queries))
+	var wg sync.WaitGroup
+	for i, q := range queries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if results[i], errs[i] = c.query(ctx, q.fields, q.args...); errs[i] != nil {
+				errs[i] = fmt.Errorf("slurm: read %s: %w", q.what, errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return State{}, err // the first, in the order above
+		}
+	}
+	accounts, qos, users, assocs := results[0], results[1], results[2], results[3]
+
+	for _, r := range accounts {
 		desc, managed := splitDescription(r[1])
 		st.Accounts[r[0]] = AccountState{Name: r[0], Description: desc, Managed: managed, GrpTRES: TRES{}}
 	}
 
-	rows, err = c.query(ctx, 4, "show", "qos", "format=Name,MaxTRESPerUser,Flags,Description")
-	if err != nil {
-		return State{}, fmt.Errorf("slurm: read QOS: %w", err)
-	}
-	for _, r := range rows {
+	for _, r := range qos {
 		lim, err := parseTRES(r[1])
 		if err != nil {
 			return State{}, fmt.Errorf("slurm: QOS %s: %w", r[0], err)
@@ -175,26 +213,18 @@ func (c *Client) State(ctx context.Context) (State, error) {
 			DenyOnLimit: contains(strings.Split(r[2], ","), "DenyOnLimit")}
 	}
 
-	rows, err = c.query(ctx, 2, "show", "user", "format=User,DefaultAccount")
-	if err != nil {
-		return State{}, fmt.Errorf("slurm: read users: %w", err)
-	}
-	for _, r := range rows {
+	for _, r := range users {
 		st.Users[r[0]] = UserState{Name: r[0], DefaultAccount: r[1], Assocs: map[AssocKey]AssocState{}}
 	}
 
-	rows, err = c.query(ctx, 7, "show", "assoc", "where", "cluster="+cluster,
-		"format=Account,User,Partition,ParentName,GrpTRES,DefaultQOS,QOS")
-	if err != nil {
-		return State{}, fmt.Errorf("slurm: read associations: %w", err)
-	}
-	for _, r := range rows {
+	for _, r := range assocs {
 		account, user, partition, parent := r[0], r[1], r[2], r[3]
 		if user == "" {
 			a, ok := st.Accounts[account]
 			if !ok {
 				continue // listed between the two reads; the next plan sees it
 			}
+			var err error
 			if a.GrpTRES, err = parseTRES(r[4]); err != nil {
 				return State{}, fmt.Errorf("slurm: account %s: %w", account, err)
 			}
@@ -308,4 +338,17 @@ func (c *Client) Apply(ctx context.Context, changes []Change) (Report, error) {
 		r.Applied = append(r.Applied, ch)
 	}
 	return r, nil
+}
+
+// shellJoin joins a command line, quoting arguments with spaces or quotes
+// so it can be pasted into a shell.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t'\"|;&$") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
 }

@@ -87,10 +87,12 @@ type QOS struct {
 
 // User is one user and the associations the policy grants.
 type User struct {
-	// Name is the login name as Slurm knows it (lower case).
+	// Name is the login name as Slurm knows it: lower case (sacctmgr
+	// lower-cases names), so callers lower-case directory names first.
 	Name string
 	// DefaultAccount is the account jobs go to without -A; it must be one
-	// of Assocs' accounts (default: the first).
+	// of Assocs' accounts (default: the first). A default a human set to
+	// an unmanaged account the user still has is left as it is.
 	DefaultAccount string
 	// Assocs are the user's associations, at most one per account.
 	Assocs []Assoc

@@ -64,19 +64,13 @@ func (c Change) String() string {
 	return s
 }
 
-// Command is the sacctmgr command line the change runs, for a dry run.
+// Command is the sacctmgr command line the change runs, quoted for a
+// shell, for a dry run; "" for a conflict.
 func (c Change) Command() string {
 	if c.Args == nil {
 		return ""
 	}
-	q := make([]string, len(c.Args))
-	for i, a := range c.Args {
-		if strings.ContainsAny(a, " \t'\"") {
-			a = "'" + a + "'"
-		}
-		q[i] = a
-	}
-	return "sacctmgr -i " + strings.Join(q, " ")
+	return shellJoin(append([]string{"sacctmgr", "-i"}, c.Args...))
 }
 
 // Diff renders changes one per line, each followed by its command when

@@ -315,6 +315,15 @@ func TestPlanArgs(t *testing.T) {
 		QOS:      []QOS{{Name: "q", MaxGPUPerUser: 1}},
 		Users:    []User{{Name: "alice", Assocs: []Assoc{{Account: "lab", Partitions: []string{"h100"}, QOS: []string{"normal", "q"}}}}},
 	}
+	// A user whose last association goes is deleted without a cluster
+	// condition: slurmdbd 22.05 refuses the per-cluster form once the
+	// default account's associations would all go.
+	gone := Plan(Desired{Accounts: []Account{{Name: "lab"}}}, newState().account("frontdoor", "root", true, "", nil).
+		account("lab", "frontdoor", true, "", nil).assoc("bob", "lab", "lab", "", nil, "").assoc("bob", "lab", "lab", "h100", nil, "").get())
+	if len(gone) != 1 || gone[0].Command() != "sacctmgr -i delete user where name=bob" {
+		t.Errorf("removing a user: %s", Diff(gone, true))
+	}
+
 	want = []string{
 		"sacctmgr -i modify qos where name=q set MaxTRESPerUser=gres/gpu=1,gres/gpu:h100=-1 Flags-=DenyOnLimit",
 		"sacctmgr -i modify account where name=lab cluster=c1 set GrpTRES=cpu=-1,gres/gpu=4",

@@ -1,7 +1,9 @@
 package slurm
 
 // Tests against a real Slurm (test/harness/slurm): one cluster per test
-// binary, started in TestMain. Run them in a network namespace:
+// binary, on free ports, started by the first test that needs it and
+// stopped in TestMain. Slurm's daemons bind the wildcard address, so on a
+// shared machine run them in a network namespace of your own:
 //
 //	ip netns exec fd-NAME env PATH=$PATH go test -race ./internal/slurm/
 
@@ -343,6 +345,37 @@ func TestReconcile(t *testing.T) {
 			"format=Account,Description,Organization"); out != "handmade|made by hand|physics\nshared|made by hand too|physics\n" {
 			t.Errorf("hand-made accounts changed: %q", out)
 		}
+	})
+
+	t.Run("Slurm refuses a change mid-plan: stops there, reports the rest", func(t *testing.T) {
+		d := labPolicy()
+		d.Accounts = append(d.Accounts, Account{Name: "spare"})
+		apply(t, c, d)
+		id, _ := submitUntil(t, bob, accepted, "--account=lab", "--gres=gpu:1", "--wrap=sleep 600")
+		waitJob(t, id, "RUNNING")
+
+		// bob leaves while his job runs, the lab's limit changes and the
+		// spare account goes.
+		d = labPolicy()
+		d.Users = []User{d.Users[0], d.Users[2]}
+		d.Accounts[0].GPULimit = 3
+		ch := plan(t, c, d)
+		rep, err := c.Apply(ctx, ch)
+		var ae *ApplyError
+		if !errors.As(err, &ae) || errors.Is(err, ErrUnavailable) {
+			t.Fatalf("Apply = %v, want an ApplyError that is not an outage", err)
+		}
+		t.Logf("Apply: %v", err)
+		if rep.Failed == nil || rep.Failed.String() != "- user fdbob" ||
+			len(rep.Applied) != 1 || rep.Applied[0].Kind != "account" ||
+			len(rep.NotApplied) != 1 || rep.NotApplied[0].String() != "- account spare" {
+			t.Fatalf("report: applied %v, failed %v, not applied %v", rep.Applied, rep.Failed, rep.NotApplied)
+		}
+		if err := cluster.CancelAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		apply(t, c, d)
+		apply(t, c, labPolicy())
 	})
 
 	t.Run("slurmdbd down: clear errors, nothing half-applied unreported", func(t *testing.T) {

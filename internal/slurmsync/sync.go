@@ -51,6 +51,29 @@ func Apply(ctx context.Context, sl Slurm, changes []slurm.Change, au *audit.Logg
 	return rep, err
 }
 
+// ApplyEach makes the changes one by one, going on past a change Slurm
+// refuses (a user with running jobs cannot be removed, say): one stuck
+// user must not hold up everyone else's access. It stops only when Slurm
+// cannot be reached. Every change is audited; the error joins the
+// refusals.
+func ApplyEach(ctx context.Context, sl Slurm, changes []slurm.Change, au *audit.Logger, by string) (applied int, err error) {
+	var errs []error
+	for _, c := range changes {
+		if c.Op == slurm.OpConflict {
+			continue
+		}
+		rep, aerr := Apply(ctx, sl, []slurm.Change{c}, au, by)
+		applied += len(rep.Applied)
+		if aerr != nil {
+			errs = append(errs, aerr)
+			if errors.Is(aerr, slurm.ErrUnavailable) || ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	return applied, errors.Join(errs...)
+}
+
 // Versioner is implemented by directories that can tell cheaply whether
 // anything changed (AD: highestCommittedUSN; a file: its size and mtime).
 type Versioner interface {
@@ -92,8 +115,8 @@ func (s *Syncer) Once(ctx context.Context) Round {
 	if slurm.Pending(changes) == 0 {
 		return Round{}
 	}
-	rep, err := Apply(ctx, s.Slurm, changes, s.Audit, "frontdoor slurm sync")
-	return Round{Changes: slurm.Pending(changes), Applied: len(rep.Applied), Err: err}
+	applied, err := ApplyEach(ctx, s.Slurm, changes, s.Audit, "frontdoor slurm sync")
+	return Round{Changes: slurm.Pending(changes), Applied: applied, Err: err}
 }
 
 // Run reconciles until ctx ends. A failed round is logged and retried at

@@ -29,7 +29,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,54 +110,19 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	if err := harness.Prerequisites(requiredPrograms...); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: ade2e: %v\n", err)
-		return 1
-	}
-	var err error
-	if base, err = os.MkdirTemp("", "frontdoor-ade2e-"); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	os.Chmod(base, 0o755)
-	var stops []func()
-	keep := false
-	defer func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-		if keep || os.Getenv("FRONTDOOR_E2E_KEEP") != "" {
-			fmt.Fprintln(os.Stderr, "ade2e state kept in", base)
-		} else {
-			os.RemoveAll(base)
-		}
-	}()
-	// Provisioning the DC takes ~15 s on an idle machine and has taken
-	// nearly 2 minutes on a 2-core machine under a load of 20.
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	start := time.Now()
-	if err := setup(ctx, &stops); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: ade2e setup:", err)
-		keep = true
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "ade2e: DC %s, 2 nodes and gateway ready in %v\n", dc.URL(), time.Since(start).Round(time.Millisecond))
-	code := m.Run()
-	keep = code != 0
-	return code
+	return harness.Suite{Name: "ade2e", Programs: requiredPrograms,
+		Setup: func(ctx context.Context, dir string, stops *[]func()) (string, error) {
+			base = dir
+			if err := setup(ctx, stops); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("DC %s, 2 nodes and gateway", dc.URL()), nil
+		}}.Run(m)
 }
 
 func setup(ctx context.Context, stops *[]func()) error {
-	// Another run of this package (a second `go test`, `make test` in
-	// another checkout) would own the address: say so instead of failing
-	// later with a confusing TLS or bind error.
-	for _, port := range []int{samba.LDAPPort, samba.LDAPSPort} {
-		addr := net.JoinHostPort(dcAddr, strconv.Itoa(port))
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return fmt.Errorf("%s is already in use: is another run of this package (or another DC) using %s?", addr, dcAddr)
-		}
+	if err := harness.AddrsFree(dcAddr, samba.LDAPPort, samba.LDAPSPort); err != nil {
+		return err
 	}
 	// The DC takes longest (provisioning); keys and nodes start meanwhile.
 	t0 := time.Now()

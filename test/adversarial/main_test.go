@@ -41,7 +41,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -91,51 +90,19 @@ var requiredPrograms = []string{harness.SSHDPath, "ssh-keygen", "useradd", "samb
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
 func runMain(m *testing.M) int {
-	if err := harness.Prerequisites(requiredPrograms...); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: adversarial: %v\n", err)
-		return 1
-	}
-	var err error
-	if base, err = os.MkdirTemp("", "frontdoor-adversarial-"); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	os.Chmod(base, 0o755)
-	var stops []func()
-	keep := false
-	defer func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-		if keep || os.Getenv("FRONTDOOR_E2E_KEEP") != "" {
-			fmt.Fprintln(os.Stderr, "adversarial state kept in", base)
-		} else {
-			os.RemoveAll(base)
-		}
-	}()
-	// Provisioning takes ~15 s idle and up to 2 minutes on a loaded
-	// 2-core machine.
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	start := time.Now()
-	if err := setup(ctx, &stops); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: adversarial setup:", err)
-		keep = true
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "adversarial: DC %s, 2 nodes and the gateway ready in %v\n", dc.URL(), time.Since(start).Round(time.Millisecond))
-	code := m.Run()
-	keep = code != 0
-	return code
+	return harness.Suite{Name: "adversarial", Programs: requiredPrograms,
+		Setup: func(ctx context.Context, dir string, stops *[]func()) (string, error) {
+			base = dir
+			if err := setup(ctx, stops); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("DC %s, 2 nodes and the gateway", dc.URL()), nil
+		}}.Run(m)
 }
 
 func setup(ctx context.Context, stops *[]func()) error {
-	for _, port := range []int{samba.LDAPPort, samba.LDAPSPort} {
-		addr := net.JoinHostPort(dcAddr, strconv.Itoa(port))
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return fmt.Errorf("%s is already in use: is another run of this package using %s?", addr, dcAddr)
-		}
+	if err := harness.AddrsFree(dcAddr, samba.LDAPPort, samba.LDAPSPort); err != nil {
+		return err
 	}
 	type started struct {
 		dc  *samba.DC

@@ -578,3 +578,44 @@ func TestFrozenNode(t *testing.T) {
 		t.Fatalf("%s+login3 landed on %s", u.Name, got)
 	}
 }
+
+// TestNodeWithoutAgent: a listed node whose agent is gone (never
+// installed, or crashed for good) stays usable while its sshd answers the
+// gateways' own banner probe, scored by sessions; once sshd stops
+// answering, it is out.
+func TestNodeWithoutAgent(t *testing.T) {
+	const staleAfter = 3 * time.Second
+	w := newWorldOpts(t, worldOpts{route: map[string]any{"stale_after": staleAfter.String()}}, 1.0, 1.0)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n := w.node("login2")
+	n.agent.kill()
+	for _, g := range w.gws {
+		if _, err := w.waitView(g, 30*time.Second, func(v view) error {
+			if !v["login2"].NoAgent {
+				return fmt.Errorf("login2 not probed yet: %+v", v["login2"])
+			}
+			return v.usable("login2")
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := w.freshUser()
+	if got := w.mustSSH(ctx, w.gws[1], u.Name+"+login2", u); got != "login2" {
+		t.Fatalf("explicit login2 landed on %s", got)
+	}
+	n.sshd.Kill()
+	for _, g := range w.gws {
+		if _, err := w.waitView(g, 30*time.Second, func(v view) error {
+			if v.usable("login2") == nil {
+				return fmt.Errorf("login2 still usable with sshd gone")
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := w.burst(ctx, 4); count(got, "login2") > 0 {
+		t.Fatalf("logins sent to a node whose sshd is gone: %v", got)
+	}
+}

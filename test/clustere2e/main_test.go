@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/discovery/discoverytest"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
 
@@ -47,6 +48,13 @@ var requiredPrograms = []string{harness.SSHDPath, "ssh", "ssh-keygen", "useradd"
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
 func runMain(m *testing.M) int {
+	// Gateways of worlds with discovery sign their SageMaker requests
+	// with the fake API's credentials, and nothing else.
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": discoverytest.AccessKeyID,
+		"AWS_SECRET_ACCESS_KEY": discoverytest.SecretAccessKey, "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
+		"AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_EC2_METADATA_DISABLED": "true"} {
+		os.Setenv(k, v)
+	}
 	if err := harness.Prerequisites(requiredPrograms...); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: clustere2e: %v\n", err)
 		return 1

@@ -155,3 +155,42 @@ func TestRogueAgents(t *testing.T) {
 		t.Fatalf("logins went to %v, want login1 only", got)
 	}
 }
+
+// TestDiscoveredNodeWithAgent: login2 is not configured on the gateways;
+// HyperPod discovery (a fake SageMaker API) lists it Running. Its agent's
+// signed health is taken for the discovered name and address, it takes
+// logins, and when HyperPod marks it ShuttingDown it takes no new ones
+// while the session on it goes on.
+func TestDiscoveredNodeWithAgent(t *testing.T) {
+	w := newWorldOpts(t, worldOpts{discovered: []string{"login2"}}, 1.0, 0.1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, g := range w.gws {
+		v, err := w.fetchView(ctx, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := v["login2"]; n.NoAgent || n.Addr != w.node("login2").sshd.Addr() {
+			t.Fatalf("%s: login2 %+v, want its agent's health at the discovered address", g.name, n)
+		}
+	}
+	u := w.freshUser()
+	h := w.hold(ctx, w.gws[0], u.Name+"+login2", u)
+	w.fake.SetStatus("i-login2", "ShuttingDown", "scaling down")
+	for _, g := range w.gws {
+		if _, err := w.waitView(g, 30*time.Second, func(v view) error {
+			if v["login2"].NotTaking == "" {
+				return fmt.Errorf("login2 still taking logins: %+v", v["login2"])
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := w.burst(ctx, 4); count(got, "login2") > 0 {
+		t.Fatalf("new logins sent to a node HyperPod is shutting down: %v", got)
+	}
+	if err := h.ping("still-here"); err != nil {
+		t.Fatalf("the session on login2: %v", err)
+	}
+}

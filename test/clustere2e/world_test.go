@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/discovery/discoverytest"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
@@ -36,8 +38,10 @@ type world struct {
 	gossipKey string
 	// gatewayKey seals gateway state; only the gateways get it.
 	gatewayKey string
-	nodes      []*loginNode
-	gws        []*gw
+	// fake is the SageMaker API of worlds with discovered nodes.
+	fake  *discoverytest.Server
+	nodes []*loginNode
+	gws   []*gw
 	// knownHosts trusts every gateway's SSH address (one host key).
 	knownHosts string
 
@@ -139,7 +143,14 @@ type worldOpts struct {
 	connectTimeout time.Duration
 	// rules replace the default policy (everyone, pool general).
 	rules []policy.Rule
+	// discovered nodes are not listed in the gateways' nodes: they come
+	// from a fake SageMaker API (world.fake), Running, on discoveredPort.
+	discovered []string
 }
+
+// discoveredPort is the sshd port of discovered nodes (HyperPod nodes all
+// listen on one port; the world's nodes have addresses of their own).
+const discoveredPort = 2222
 
 func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 	t.Helper()
@@ -168,10 +179,16 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 	defer cancel()
 
 	var entries []harness.NodeEntry
+	var discoveredKH []string
+	var fakeNodes []discoverytest.Node
 	for i, l := range loads {
 		name := fmt.Sprintf("login%d", i+1)
 		ndir := filepath.Join(dir, name)
-		sshd, err := harness.StartNode(ctx, harness.NodeOptions{Name: name, Addr: nodeAddr(block, i), Dir: ndir, UserCAPub: keys.UserCAPub})
+		port := 0
+		if slices.Contains(o.discovered, name) {
+			port = discoveredPort
+		}
+		sshd, err := harness.StartNode(ctx, harness.NodeOptions{Name: name, Addr: nodeAddr(block, i), Port: port, Dir: ndir, UserCAPub: keys.UserCAPub})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +196,13 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 		n := &loginNode{name: name, host: nodeAddr(block, i), sshd: sshd, metrics: filepath.Join(ndir, "metrics.yaml"),
 			drain: filepath.Join(ndir, "drain"), agentCfg: filepath.Join(ndir, "agent.yaml")}
 		w.nodes = append(w.nodes, n)
-		entries = append(entries, sshd.Entry("general"))
+		if slices.Contains(o.discovered, name) {
+			discoveredKH = append(discoveredKH, harness.NodeKnownHostsLine(name, sshd.HostKey()))
+			fakeNodes = append(fakeNodes, discoverytest.Node{Group: "login", InstanceID: "i-" + name, Status: "Running",
+				IP: n.host, Hostname: name + ".ec2.internal", InstanceType: "ml.m5.2xlarge"})
+		} else {
+			entries = append(entries, sshd.Entry("general"))
+		}
 		if err := n.setLoad(l); err != nil {
 			t.Fatal(err)
 		}
@@ -197,9 +220,22 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 	var kh strings.Builder
 	for i, g := range w.gws {
 		gdir := filepath.Join(dir, g.name)
-		cfg, err := harness.WriteGatewayConfig(gdir, harness.GatewayConfig{Name: g.name, Listen: g.sshAddr,
+		gc := harness.GatewayConfig{Name: g.name, Listen: g.sshAddr,
 			AdminSocket: g.admin, Keys: keys, Nodes: entries, UsersFile: usersFile, LogLevel: "debug",
-			ConnectTimeout: o.connectTimeout, Rules: o.rules})
+			ConnectTimeout: o.connectTimeout, Rules: o.rules, ExtraKnownHosts: discoveredKH}
+		if len(fakeNodes) > 0 {
+			if w.fake == nil {
+				w.fake = discoverytest.Start(t, "us-west-2", "ml-cluster")
+				w.fake.SetNodes(fakeNodes...)
+			}
+			if gc.Rules == nil {
+				gc.Rules = []policy.Rule{{Name: "everyone", Groups: []string{"*"}, Pools: []string{"general"}}}
+			}
+			gc.Sections = map[string]any{"discovery": map[string]any{"kind": "hyperpod", "cluster": "ml-cluster",
+				"region": "us-west-2", "endpoint": w.fake.URL, "refresh_interval": "1s", "jitter": 0, "ssh_port": discoveredPort,
+				"instance_groups": []map[string]any{{"name": "login", "pool": "general"}}}}
+		}
+		cfg, err := harness.WriteGatewayConfig(gdir, gc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -400,6 +436,8 @@ type nodeInfo struct {
 	Sessions       int       `json:"sessions"`
 	Load1          float64   `json:"load1"`
 	RecentlyRouted int       `json:"recently_routed"`
+	NoAgent        bool      `json:"no_agent"`
+	NotTaking      string    `json:"not_taking"`
 	Score          float64   `json:"score"`
 }
 

@@ -120,6 +120,9 @@ type GatewayConfig struct {
 	Sections map[string]any
 	// RefusalMessage is policy.refusal_message.
 	RefusalMessage string
+	// ExtraKnownHosts are further lines of the backend known_hosts (nodes
+	// that discovery, not Nodes, brings).
+	ExtraKnownHosts []string
 }
 
 // WriteGatewayConfig writes DIR/gateway.yaml and the backend known_hosts
@@ -162,6 +165,9 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 		if !contains(pools, n.Pool) {
 			pools = append(pools, n.Pool)
 		}
+	}
+	for _, l := range c.ExtraKnownHosts {
+		kh.WriteString(strings.TrimSpace(l) + "\n")
 	}
 	knownHosts := filepath.Join(dir, "nodes_known_hosts")
 	if err := os.WriteFile(knownHosts, []byte(kh.String()), 0o644); err != nil {

@@ -3,6 +3,7 @@ package slurme2e_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os/exec"
 	"path/filepath"
@@ -206,6 +207,44 @@ func TestLifecycle(t *testing.T) {
 		}
 	})
 
+	t.Run("a stuck user does not hold up the others", func(t *testing.T) {
+		defer cl.CancelAll(ctx)
+		// alice has a job running and leaves the lab; bob comes back.
+		j, err := cl.Submit(ctx, alice, "--account=sfe-vision", "--partition=h100", "--gres=gpu:1", "--wrap=sleep 300")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := cl.WaitJob(ctx, j, time.Minute, "RUNNING"); err != nil {
+			t.Fatal(err)
+		}
+		if err := dc.RemoveMember(ctx, grpVision, alice); err != nil {
+			t.Fatal(err)
+		}
+		if err := dc.AddMember(ctx, grpVision, bob); err != nil {
+			t.Fatal(err)
+		}
+		r := s.Once(ctx)
+		if r.Err == nil || !strings.Contains(r.Err.Error(), alice) {
+			t.Fatalf("sync with alice's job running: %+v, want her removal refused", r)
+		}
+		t.Logf("refused while her job runs: %v", r.Err)
+		if got := assocs(t, ctx, bob); len(got) == 0 {
+			t.Fatalf("bob was held up by alice's refusal: %+v", r)
+		}
+		cl.CancelAll(ctx)
+		if err := harness.WaitFor(ctx, time.Minute, func() error {
+			if r := s.Once(ctx); r.Err != nil {
+				return r.Err
+			}
+			if got := assocs(t, ctx, alice); len(got) != 0 {
+				return fmt.Errorf("alice still has %v", got)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("Slurm down: a clear error", func(t *testing.T) {
 		cl.StopDaemon(slurmh.SlurmDBD)
 		defer func() {
@@ -252,17 +291,17 @@ func TestCLI(t *testing.T) {
 	if out, err := exec.CommandContext(ctx, bin, "config", "check", path).CombinedOutput(); err != nil || !strings.Contains(string(out), "ok") {
 		t.Fatalf("config check: %v: %s", err, out)
 	}
-	// bob (re)joins the lab: the plan says so, with the commands.
-	dc.RemoveMember(ctx, grpVision, bob) // in case this test runs alone
-	if err := dc.AddMember(ctx, grpVision, bob); err != nil {
+	// alice (re)joins the lab: the plan says so, with the commands.
+	dc.RemoveMember(ctx, grpVision, alice) // whether or not the lifecycle ran first
+	if err := dc.AddMember(ctx, grpVision, alice); err != nil {
 		t.Fatal(err)
 	}
 	plan := run("slurm", "plan")
-	if !strings.Contains(plan, "+ user "+bob) || !strings.Contains(plan, "sacctmgr") {
+	if !strings.Contains(plan, "+ user "+alice) || !strings.Contains(plan, "sacctmgr") {
 		t.Fatalf("plan:\n%s", plan)
 	}
 	applied := run("slurm", "apply")
-	if !strings.Contains(applied, "applied: + user "+bob) {
+	if !strings.Contains(applied, "applied: + user "+alice) {
 		t.Fatalf("apply:\n%s", applied)
 	}
 	if again := run("slurm", "plan"); !strings.Contains(again, "nothing to do") {

@@ -277,6 +277,7 @@ func (d *Directory) fetch(ctx context.Context, n Name) (*entry, error) {
 			GroupDNs:  dns,
 			Keys:      parseKeys(user, d.cfg.KeyAttribute, d.log),
 			UID:       atoi(user.GetAttributeValue("uidNumber")),
+			UIDSet:    user.GetAttributeValue("uidNumber") != "",
 			GID:       atoi(user.GetAttributeValue("gidNumber")),
 			Source:    "ad",
 			FetchedAt: d.now(),

@@ -33,6 +33,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 	"github.com/frontdoor-hpc/frontdoor/test/harness/samba"
+	slurmh "github.com/frontdoor-hpc/frontdoor/test/harness/slurm"
 )
 
 // Stack is stack.json. Fields may be added, never renamed.
@@ -42,6 +43,8 @@ type Stack struct {
 	Users      []UserInfo    `json:"users"`
 	Directory  DirectoryInfo `json:"directory"`
 	KnownHosts string        `json:"known_hosts"`
+	// Slurm is how to reach the stack's Slurm (absent with --no-slurm).
+	Slurm *SlurmInfo `json:"slurm,omitempty"`
 }
 
 type GatewayInfo struct {
@@ -67,6 +70,16 @@ type NodeInfo struct {
 	SSH      string `json:"ssh"`
 	SSHDPID  int    `json:"sshd_pid"`
 	AgentPID int    `json:"agent_pid"`
+}
+
+// SlurmInfo: run Slurm's commands with SLURM_CONF=Conf (Env is that as
+// an environment line); Accounts are those the policy grants.
+type SlurmInfo struct {
+	Conf       string   `json:"slurm.conf"`
+	Env        string   `json:"env"`
+	Partitions []string `json:"partitions"`
+	Accounts   []string `json:"accounts"`
+	Dir        string   `json:"dir"`
 }
 
 type UserInfo struct {
@@ -105,14 +118,27 @@ var stackUsers = []struct {
 	{"bob", []string{"vision-lab"}},
 	{"carol", []string{"nlp-lab", "vision-lab"}},
 	{"dave", []string{"students"}},
+	{"erin", []string{"hpc-admins"}},
 }
 
-// The stack's policy: labs get the GPU pool, students a restricted general one.
+// The stack's policy, one user per rule: admins everywhere without Slurm
+// limits; an NLP lab with the GPU pool, 4 GPUs for the account and 2 per
+// person; a vision lab on the dedicated H100 partition, jobs over a
+// person's one GPU refused; students CPU-only, with job defaults and an
+// idle timeout. Slurm gets the same grants (`frontdoor slurm apply`).
 var stackRules = []policy.Rule{
-	{Name: "nlp-lab", Groups: []string{"nlp-lab"}, Pools: []string{"general", "gpu"}},
-	{Name: "vision-lab", Groups: []string{"vision-lab"}, Pools: []string{"general"}},
+	{Name: "admins", Groups: []string{"hpc-admins"}, Pools: []string{"general", "gpu"},
+		Forwarding: []string{policy.FwdAgent, policy.FwdX11, policy.FwdLocal, policy.FwdRemote, policy.FwdStreamLocal},
+		ForwardTo:  []string{policy.ForwardToAny}},
+	{Name: "nlp-lab", Groups: []string{"nlp-lab"}, Pools: []string{"general", "gpu"},
+		Slurm: &policy.Slurm{Account: "nlp", Partitions: []string{slurmh.PartitionGeneral, slurmh.PartitionH100},
+			GPUsPerAccount: 4, GPUsPerUser: 2}},
+	{Name: "vision-lab", Groups: []string{"vision-lab"}, Pools: []string{"general"},
+		Slurm: &policy.Slurm{Account: "vision", Partitions: []string{slurmh.PartitionH100}, GPUsPerAccountByType: map[string]int{slurmh.GPUType: 2},
+			GPUsPerUser: 1, DenyOnLimit: true}},
 	{Name: "students", Groups: []string{"students"}, Pools: []string{"general"},
-		Forwarding: []string{policy.FwdLocal, policy.FwdStreamLocal}, MaxSessions: 10},
+		Forwarding: []string{policy.FwdLocal, policy.FwdStreamLocal}, MaxSessions: 10, IdleTimeout: 2 * time.Hour,
+		Slurm: &policy.Slurm{Account: "students", Partitions: []string{slurmh.PartitionGeneral}, SetJobDefaults: true}},
 }
 
 func main() {
@@ -128,13 +154,14 @@ func main() {
 	bin := flag.String("bin", "bin/frontdoor", "frontdoor binary")
 	dirKind := flag.String("directory", "ad", "identity source: ad (a Samba AD DC) or static (a users file)")
 	adAddr := flag.String("ad-addr", "127.0.2.1", "loopback address for the Samba AD DC")
+	noSlurm := flag.Bool("no-slurm", false, "run without Slurm (no accounting, no GPU use in banners)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx = withParent(ctx)
 	o := options{stateDir: *stateDir, bin: *bin, nodes: *nodes, gateways: *gateways, sshPort: *sshPort,
-		adminPort: *adminPort, directory: *dirKind, adAddr: *adAddr}
+		adminPort: *adminPort, directory: *dirKind, adAddr: *adAddr, slurm: !*noSlurm}
 	if err := run(ctx, log, o); err != nil {
 		log.Error("stack failed", "err", err)
 		os.Exit(1)
@@ -158,6 +185,7 @@ type options struct {
 	nodes, gateways    int
 	sshPort, adminPort int
 	directory, adAddr  string
+	slurm              bool
 }
 
 func run(ctx context.Context, log *slog.Logger, o options) error {
@@ -241,6 +269,29 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		log.Info("Samba AD DC up", "url", dc.URL(), "realm", dc.Realm())
 	}
 
+	// Slurm with accounting and four (fake) H100s, started afresh each
+	// time; the policy is applied to it once the gateways are up.
+	var slurmSection map[string]any
+	if o.slurm {
+		sdir := filepath.Join(dir, "slurm")
+		os.RemoveAll(sdir)
+		cl, err := slurmh.Start(startCtx, slurmh.Options{Dir: sdir})
+		if err != nil {
+			return fmt.Errorf("slurm (run with --no-slurm to go without): %w", err)
+		}
+		s.cleanup = append(s.cleanup, func() { cl.Close() })
+		parts := []string{slurmh.PartitionGeneral, slurmh.PartitionH100}
+		slurmSection = map[string]any{"conf": cl.Conf(), "partitions": parts, "usage_cache": "10s"}
+		info := &SlurmInfo{Conf: cl.Conf(), Env: "SLURM_CONF=" + cl.Conf(), Partitions: parts, Dir: sdir}
+		for _, r := range stackRules {
+			if r.Slurm != nil {
+				info.Accounts = append(info.Accounts, r.Slurm.Account)
+			}
+		}
+		out.Slurm = info
+		log.Info("Slurm up", "conf", cl.Conf())
+	}
+
 	// Login nodes: sshd on 127.0.1.N, port 22 when free.
 	var entries []harness.NodeEntry
 	for i := 1; i <= nNodes; i++ {
@@ -313,6 +364,9 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		}}
 		if adSection != nil {
 			patch["directory"] = map[string]any{"kind": "ad", "ad": adSection}
+		}
+		if slurmSection != nil {
+			patch["slurm"] = slurmSection
 		}
 		if err := harness.PatchConfig(cfg, patch); err != nil {
 			return err
@@ -387,6 +441,16 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		}
 	}
 	log.Info("agents up, every gateway sees every node")
+	if out.Slurm != nil {
+		// The same code path an admin runs: frontdoor slurm apply.
+		cmd := exec.CommandContext(startCtx, bin, "slurm", "apply", "--config", out.Gateways[0].Config,
+			"--lock", filepath.Join(dir, "slurm-sync.lock"))
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("frontdoor slurm apply: %w\n%s", err, b)
+		}
+		log.Info("Slurm accounting matches the policy", "changes", strings.Count(string(b), "applied: "))
+	}
 
 	out.KnownHosts = filepath.Join(dir, "known_hosts")
 	if err := os.WriteFile(out.KnownHosts, []byte(khLines), 0o644); err != nil {
@@ -424,8 +488,10 @@ func startAD(ctx context.Context, dir, addr string, users []*harness.User) (*sam
 			return fail(err)
 		}
 	}
-	if err := ignoreExists(dc.CreateGroup(ctx, "students")); err != nil {
-		return fail(err)
+	for _, g := range []string{"students", "hpc-admins"} {
+		if err := ignoreExists(dc.CreateGroup(ctx, g)); err != nil {
+			return fail(err)
+		}
 	}
 	if _, err := dc.CreateUser(ctx, svcUser, svcPassword); ignoreExists(err) != nil {
 		return fail(err)
@@ -588,8 +654,17 @@ Admin API (the socket: you are who the kernel says; TCP: the bearer token):
   curl --unix-socket %s http://localhost/v1/sessions
   bin/frontdoor sessions --admin %s --admin-token-file %s
   curl -H "Authorization: Bearer $(cat %s)" %s/metrics
-Ctrl-C stops everything.
 `, gw.AdminSocket, gw.AdminSocket, st.Nodes[0].Name, gw.AdminSocket, gw.AdminURL, gw.AdminTokenFile, gw.AdminTokenFile, gw.AdminURL)
+	if sl := st.Slurm; sl != nil {
+		fmt.Printf(`
+Slurm (accounts %s, partitions %s; every user above is a Unix user here):
+  %s sinfo
+  %s sacctmgr show assoc format=account,user,partition,qos,grptres
+  %s runuser -u alice -- sbatch --chdir=/tmp --gres=gpu:1 --wrap='sleep 60'
+  bin/frontdoor slurm plan --config %s
+`, strings.Join(sl.Accounts, ","), strings.Join(sl.Partitions, ","), sl.Env, sl.Env, sl.Env, gw.Config)
+	}
+	fmt.Println("Ctrl-C stops everything.")
 }
 
 func writeJSON(path string, v any) error {

@@ -53,8 +53,11 @@ func (s *Slurm) command(name string) (args []string, ready func(context.Context)
 		if _, err := os.Stat(filepath.Join(d, "db", "mysql")); errors.Is(err, os.ErrNotExist) {
 			out, err := exec.Command("mariadb-install-db", "--defaults-file="+cnf,
 				"--auth-root-authentication-method=socket", "--skip-test-db").CombinedOutput()
+			logPath := filepath.Join(d, "log", "mariadb-install.log")
+			_ = os.WriteFile(logPath, out, 0o600)
 			if err != nil {
-				return nil, nil, fmt.Errorf("slurm harness: mariadb-install-db: %w: %s", err, lastLines(out, 5))
+				return nil, nil, fmt.Errorf("slurm harness: mariadb-install-db (output in %s, server log in %s): %w: %s",
+					logPath, filepath.Join(d, "log", "mariadb.log"), err, errorLines(out, 5))
 			}
 		}
 		// --defaults-file must come first.
@@ -201,6 +204,9 @@ func (s *Slurm) Close() error {
 	}
 	s.mu.Unlock()
 	var errs []error
+	for _, name := range startOrder {
+		_ = s.ResumeDaemon(name) // a test may have left one paused
+	}
 	if s.Running(SlurmCtld) {
 		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 		if err := s.CancelAll(ctx); err != nil {
@@ -284,6 +290,21 @@ func (s *Slurm) killLeftovers() error {
 func zombie(stat []byte) bool {
 	i := bytes.LastIndexByte(stat, ')')
 	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+// errorLines picks the lines of out that name an error (MariaDB's tools
+// end with a long boilerplate text), at most n.
+func errorLines(out []byte, n int) string {
+	var picked []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(strings.ToLower(l), "error") && len(picked) < n {
+			picked = append(picked, strings.TrimSpace(l))
+		}
+	}
+	if len(picked) == 0 {
+		return lastLines(out, n)
+	}
+	return strings.Join(picked, "; ")
 }
 
 func lastLines(b []byte, n int) string {

@@ -11,13 +11,15 @@
 // and kills anything still carrying this instance's SLURM_CONF in its
 // environment (slurmstepd and job processes), so no process leaks.
 //
-// The daemons listen on fixed ports (slurmctld 6817, slurmd 6818, slurmdbd
-// 6819, MariaDB 3307 by default) and slurmdbd/slurmctld bind the wildcard
-// address, so tests using this package run in their own network namespace
-// (`ip netns exec fd-NAME go test ...`). Slurm 22.05 resolves its listen
-// address with AF_INET+AI_ADDRCONFIG, which fails in a namespace that only
-// has a loopback interface; CommunicationParameters=EnableIPv6 makes it ask
-// for AF_UNSPEC, which succeeds there.
+// Ports are picked free on 127.0.0.1 unless Options names them (Slurm's
+// usual 6817-6819 and MariaDB on 3307 are just as fine in a network
+// namespace of one's own), so several test packages can each run a
+// cluster at once. slurmctld, slurmd and slurmdbd bind the wildcard address
+// (Slurm has no option to bind one address); MariaDB binds 127.0.0.1.
+// Slurm 22.05 resolves its listen address with AF_INET+AI_ADDRCONFIG,
+// which fails in a namespace that only has a loopback interface;
+// CommunicationParameters=EnableIPv6 makes it ask for AF_UNSPEC, which
+// succeeds there too.
 //
 // Start returns once a job could be scheduled: the node is idle and the
 // accounting database lists the gres/gpu TRES (sacctmgr refuses
@@ -44,6 +46,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,7 +80,8 @@ type Options struct {
 	Dir string
 	// ClusterName is Slurm's ClusterName (default "frontdoor").
 	ClusterName string
-	// Ports; defaults 6817, 6818, 6819 and 3307.
+	// Ports of slurmctld, slurmd, slurmdbd and MariaDB; zero picks a free
+	// one on 127.0.0.1 (Slurm's usual ones are 6817, 6818, 6819).
 	CtldPort, SlurmdPort, DBDPort, MySQLPort int
 	// CPUs the node declares (default 16, whatever the hardware has:
 	// SlurmdParameters=config_overrides), so many one-GPU jobs fit at once.
@@ -159,16 +163,21 @@ func Start(ctx context.Context, opts Options) (*Slurm, error) {
 	if opts.ClusterName == "" {
 		opts.ClusterName = "frontdoor"
 	}
-	def := func(p *int, v int) {
-		if *p == 0 {
-			*p = v
+	taken := map[int]bool{opts.CtldPort: true, opts.SlurmdPort: true, opts.DBDPort: true, opts.MySQLPort: true}
+	for _, p := range []*int{&opts.CtldPort, &opts.SlurmdPort, &opts.DBDPort, &opts.MySQLPort} {
+		for *p == 0 {
+			port, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			if !taken[port] {
+				*p, taken[port] = port, true
+			}
 		}
 	}
-	def(&opts.CtldPort, 6817)
-	def(&opts.SlurmdPort, 6818)
-	def(&opts.DBDPort, 6819)
-	def(&opts.MySQLPort, 3307)
-	def(&opts.CPUs, 16)
+	if opts.CPUs == 0 {
+		opts.CPUs = 16
+	}
 	if opts.ReadyTimeout == 0 {
 		opts.ReadyTimeout = 2 * time.Minute
 	}
@@ -213,12 +222,12 @@ func Start(ctx context.Context, opts Options) (*Slurm, error) {
 // state from an earlier run in Dir (jobs, database) is removed.
 func (s *Slurm) prepare() error {
 	dir := s.opts.Dir
-	for _, sub := range []string{"etc", "run", "log", "spool", "db", "munge", "dev"} {
+	for _, sub := range []string{"etc", "run", "log", "spool", "db", "munge", "dev", "tmp"} {
 		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
 			return err
 		}
 	}
-	for _, sub := range []string{"etc", "run", "log", "spool/ctld", "spool/d", "db", "munge", "dev"} {
+	for _, sub := range []string{"etc", "run", "log", "spool/ctld", "spool/d", "db", "munge", "dev", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 			return err
 		}
@@ -299,6 +308,16 @@ func traversable(dir string) error {
 	}
 }
 
+// freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("slurm harness: free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
 func mkdev(major, minor uint32) uint64 {
 	return uint64(major)<<8 | uint64(minor)
 }
@@ -312,6 +331,9 @@ user=root
 datadir={{.Dir}}/db
 socket={{.Dir}}/run/mysqld.sock
 pid-file={{.Dir}}/run/mysqld.pid
+# A private tmpdir: two bootstrapping servers sharing /tmp clash on
+# temporary-table names ("Unknown table 'mysql.tmp_user_sys'").
+tmpdir={{.Dir}}/tmp
 port={{.MySQLPort}}
 bind-address=127.0.0.1
 skip-name-resolve

@@ -21,7 +21,11 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if !t.Failed() { // keep the logs of a failure
+			os.RemoveAll(dir)
+		}
+	}()
 	start := time.Now()
 	s, err := Start(ctx, Options{Dir: dir})
 	if err != nil {
