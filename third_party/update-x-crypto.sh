@@ -21,4 +21,7 @@ for p in "$here"/patches/x-crypto/*.patch; do
 	echo "applying $(basename "$p")"
 	patch -d "$dst" -p1 --forward --no-backup-if-mismatch < "$p"
 done
+# Upstream has a file or two gofmt would change (testdata); the copy is
+# kept gofmt-clean like the rest of the repository.
+gofmt -w "$dst"
 echo "third_party/x-crypto: golang.org/x/crypto $VERSION + $(ls "$here"/patches/x-crypto/*.patch | wc -l) patches"

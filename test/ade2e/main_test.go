@@ -126,24 +126,14 @@ func setup(ctx context.Context, stops *[]func()) error {
 	}
 	// The DC takes longest (provisioning); keys and nodes start meanwhile.
 	t0 := time.Now()
-	type started struct {
-		dc  *samba.DC
-		err error
+	var err error
+	dc, err = samba.StartAlongside(ctx, samba.Options{Dir: filepath.Join(base, "dc"), Addr: dcAddr},
+		func() error { return startNodes(ctx, stops) })
+	if dc != nil {
+		*stops = append(*stops, func() { dc.Close() })
 	}
-	dcc := make(chan started, 1)
-	go func() {
-		d, err := samba.Start(ctx, samba.Options{Dir: filepath.Join(base, "dc"), Addr: dcAddr})
-		dcc <- started{d, err}
-	}()
-	nodesErr := startNodes(ctx, stops)
-	st := <-dcc
-	if st.err != nil {
-		return fmt.Errorf("cannot start the Samba AD DC (run `make deps`): %w", st.err)
-	}
-	dc = st.dc
-	*stops = append(*stops, func() { dc.Close() })
-	if nodesErr != nil {
-		return nodesErr
+	if err != nil {
+		return err
 	}
 	tDC := time.Since(t0)
 	if err := dc.CreateGroup(ctx, grpOuter); err != nil {
@@ -195,7 +185,6 @@ func setup(ctx context.Context, stops *[]func()) error {
 		return err
 	}
 	// Served until Close, not bounded by the set-up deadline.
-	var err error
 	shared, err = startGateway(context.Background(), filepath.Join(base, "gw-shared"), gwOptions{})
 	if err != nil {
 		return err

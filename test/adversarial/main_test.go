@@ -104,29 +104,18 @@ func setup(ctx context.Context, stops *[]func()) error {
 	if err := harness.AddrsFree(dcAddr, samba.LDAPPort, samba.LDAPSPort); err != nil {
 		return err
 	}
-	type started struct {
-		dc  *samba.DC
-		err error
+	var err error
+	dc, err = samba.StartAlongside(ctx, samba.Options{Dir: filepath.Join(base, "dc"), Addr: dcAddr},
+		func() error { return startNodes(ctx, stops) })
+	if dc != nil {
+		*stops = append(*stops, func() { dc.Close() })
 	}
-	dcc := make(chan started, 1)
-	go func() {
-		d, err := samba.Start(ctx, samba.Options{Dir: filepath.Join(base, "dc"), Addr: dcAddr})
-		dcc <- started{d, err}
-	}()
-	nodesErr := startNodes(ctx, stops)
-	st := <-dcc
-	if st.err != nil {
-		return fmt.Errorf("cannot start the Samba AD DC (run `make deps`): %w", st.err)
-	}
-	dc = st.dc
-	*stops = append(*stops, func() { dc.Close() })
-	if nodesErr != nil {
-		return nodesErr
+	if err != nil {
+		return err
 	}
 	if err := dc.CreateGroup(ctx, group); err != nil {
 		return err
 	}
-	var err error
 	if alice, err = createActor(ctx, aliceName); err != nil {
 		return err
 	}

@@ -112,6 +112,28 @@ type DC struct {
 	nextID int
 }
 
+// StartAlongside starts a DC while fn runs (provisioning is what a suite's
+// setup waits for longest; nodes and keys can come up meanwhile). The DC is
+// returned whenever it started, even when fn failed, so the caller can stop
+// it; err is the DC's failure, else fn's.
+func StartAlongside(ctx context.Context, opts Options, fn func() error) (*DC, error) {
+	type started struct {
+		dc  *DC
+		err error
+	}
+	dcc := make(chan started, 1)
+	go func() {
+		d, err := Start(ctx, opts)
+		dcc <- started{d, err}
+	}()
+	fnErr := fn()
+	st := <-dcc
+	if st.err != nil {
+		return nil, fmt.Errorf("cannot start the Samba AD DC (run `make deps`): %w", st.err)
+	}
+	return st.dc, fnErr
+}
+
 // Start provisions (if needed) and starts a DC, and returns once it answers
 // LDAPS binds as Administrator.
 func Start(ctx context.Context, opts Options) (*DC, error) {
