@@ -12,7 +12,10 @@ VERSION=${VERSION:-v0.59.0}
 here=$(cd "$(dirname "$0")" && pwd)
 dst=$here/x-crypto
 export PATH=$PATH:/usr/local/go/bin
-src=$(cd "$here/.." && GOFLAGS=-mod=mod go mod download -json "golang.org/x/crypto@$VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+# Downloaded outside the module, so that go.mod and go.sum stay as they are.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+src=$(cd "$tmp" && GOFLAGS= go mod download -json "golang.org/x/crypto@$VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 [ -d "$src" ] || { echo "x/crypto $VERSION not found in the module cache" >&2; exit 1; }
 rm -rf "$dst"
 cp -r "$src" "$dst"

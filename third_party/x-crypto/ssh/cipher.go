@@ -19,6 +19,7 @@ import (
 	"slices"
 
 	"golang.org/x/crypto/chacha20"
+	"golang.org/x/crypto/chacha20poly1305"
 	"golang.org/x/crypto/internal/poly1305"
 )
 
@@ -383,17 +384,14 @@ func (c *gcmCipher) readCipherPacket(seqNum uint32, r io.Reader) ([]byte, error)
 		return nil, errors.New("ssh: max packet length exceeded")
 	}
 
-	if cap(c.buf) < int(length+gcmTagSize) {
-		c.buf = make([]byte, length+gcmTagSize)
-	} else {
-		c.buf = c.buf[:length+gcmTagSize]
-	}
-
-	if _, err := io.ReadFull(r, c.buf); err != nil {
+	// Each packet is read into memory of its own, which the caller
+	// keeps (see ownedPackets): no copy of the plaintext after it.
+	buf := make([]byte, length+gcmTagSize)
+	if _, err := io.ReadFull(r, buf); err != nil {
 		return nil, err
 	}
 
-	plain, err := c.aead.Open(c.buf[:0], c.iv, c.buf, c.prefix[:])
+	plain, err := c.aead.Open(buf[:0], c.iv, buf, c.prefix[:])
 	if err != nil {
 		return nil, err
 	}
@@ -416,6 +414,8 @@ func (c *gcmCipher) readCipherPacket(seqNum uint32, r io.Reader) ([]byte, error)
 	plain = plain[1 : length-uint32(padding)]
 	return plain, nil
 }
+
+func (c *gcmCipher) ownedPackets() {}
 
 // cbcCipher implements the CBC ciphers defined in RFC 4253 section 6.1, in
 // MAC-then-encrypt mode and, for the *-etm@openssh.com MACs, in the
@@ -725,6 +725,26 @@ type chacha20Poly1305Cipher struct {
 	lengthKey  [32]byte
 	contentKey [32]byte
 	buf        []byte
+
+	// content, if not nil, is the RFC 8439 AEAD under contentKey, used
+	// only for its keystream (see xorContent).
+	content cipher.AEAD
+}
+
+// xorContent XORs dst[:len(src)] with the content keystream of the packet
+// with the given nonce, from block 1 on (block 0 is the Poly1305 key). The
+// RFC 8439 AEAD encrypts with that very keystream (same key, nonce and
+// counter), and has SIMD implementations where the chacha20 package has
+// none (amd64 among them): its Seal is used for the XOR, and the tag it
+// appends, over different input than the SSH MAC, is discarded. It needs
+// poly1305.TagSize bytes of capacity after dst[:len(src)], which it
+// overwrites; dst and src are the same slice or do not overlap.
+func (c *chacha20Poly1305Cipher) xorContent(dst, src, nonce []byte, s *chacha20.Cipher) {
+	if c.content == nil {
+		s.XORKeyStream(dst, src)
+		return
+	}
+	c.content.Seal(dst[:0], nonce, src, nil)
 }
 
 func newChaCha20Cipher(key, unusedIV, unusedMACKey []byte, unusedAlgs DirectionAlgorithms) (packetCipher, error) {
@@ -738,6 +758,8 @@ func newChaCha20Cipher(key, unusedIV, unusedMACKey []byte, unusedAlgs DirectionA
 
 	copy(c.contentKey[:], key[:32])
 	copy(c.lengthKey[:], key[32:])
+	// Not available in FIPS 140-only mode: the chacha20 package is used.
+	c.content, _ = chacha20poly1305.New(c.contentKey[:])
 	return c, nil
 }
 
@@ -771,25 +793,24 @@ func (c *chacha20Poly1305Cipher) readCipherPacket(seqNum uint32, r io.Reader) ([
 
 	contentEnd := 4 + length
 	packetEnd := contentEnd + poly1305.TagSize
-	if uint32(cap(c.buf)) < packetEnd {
-		c.buf = make([]byte, packetEnd)
-		copy(c.buf[:], encryptedLength)
-	} else {
-		c.buf = c.buf[:packetEnd]
-	}
+	// Each packet is read into memory of its own, which the caller
+	// keeps (see ownedPackets): no copy of the plaintext after it.
+	buf := make([]byte, packetEnd)
+	copy(buf, encryptedLength)
 
-	if _, err := io.ReadFull(r, c.buf[4:packetEnd]); err != nil {
+	if _, err := io.ReadFull(r, buf[4:packetEnd]); err != nil {
 		return nil, err
 	}
 
 	var mac [poly1305.TagSize]byte
-	copy(mac[:], c.buf[contentEnd:packetEnd])
-	if !poly1305.Verify(&mac, c.buf[:contentEnd], &polyKey) {
+	copy(mac[:], buf[contentEnd:packetEnd])
+	if !poly1305.Verify(&mac, buf[:contentEnd], &polyKey) {
 		return nil, errors.New("ssh: MAC failure")
 	}
 
-	plain := c.buf[4:contentEnd]
-	s.XORKeyStream(plain, plain)
+	// The MAC, checked and no longer needed, makes room for xorContent.
+	plain := buf[4:contentEnd]
+	c.xorContent(plain, plain, nonce, s)
 
 	if len(plain) == 0 {
 		return nil, errors.New("ssh: empty packet")
@@ -810,6 +831,8 @@ func (c *chacha20Poly1305Cipher) readCipherPacket(seqNum uint32, r io.Reader) ([
 
 	return plain, nil
 }
+
+func (c *chacha20Poly1305Cipher) ownedPackets() {}
 
 func (c *chacha20Poly1305Cipher) writeCipherPacket(seqNum uint32, w io.Writer, rand io.Reader, payload []byte) error {
 	nonce := make([]byte, 12)
@@ -852,7 +875,8 @@ func (c *chacha20Poly1305Cipher) writeCipherPacket(seqNum uint32, w io.Writer, r
 		return err
 	}
 
-	s.XORKeyStream(c.buf[4:], c.buf[4:packetEnd])
+	// The space for the MAC makes room for xorContent.
+	c.xorContent(c.buf[4:], c.buf[4:packetEnd], nonce, s)
 
 	var mac [poly1305.TagSize]byte
 	poly1305.Sum(&mac, c.buf[:packetEnd], &polyKey)

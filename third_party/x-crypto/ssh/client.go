@@ -85,6 +85,10 @@ func NewClientConn(c net.Conn, addr string, config *ClientConfig) (Conn, <-chan 
 
 	if err := conn.clientHandshake(addr, &fullConf); err != nil {
 		c.Close()
+		if conn.transport != nil {
+			// Nothing reads any more: stop the key exchange loop.
+			conn.transport.Close()
+		}
 		return nil, nil, nil, fmt.Errorf("ssh: handshake failed: %w", err)
 	}
 	conn.mux = newMux(conn.transport)

@@ -75,9 +75,21 @@ type handshakeTransport struct {
 	// we accept these key types from the server as host key.
 	hostKeyAlgorithms []string
 
-	// On read error, incoming is closed, and readError is set.
-	incoming  chan []byte
-	readError error
+	// Packets are read on the goroutine of the caller of readPacket (the
+	// mux loop, or the authentication before it), not by a goroutine of
+	// their own: one hand-off per packet fewer, and one goroutine per
+	// connection. readMu serialises reading and protects the following.
+	readMu    sync.Mutex
+	readFirst bool     // the next packet is the peer's first
+	readError error    // set on the first read error, returned from then on
+	queued    [][]byte // read by kexReader, returned by readPacket first
+
+	// queueSpace is signalled when readPacket takes a packet from queued.
+	queueSpace chan struct{}
+
+	// stop is closed by Close or a read error: kexLoop and kexReader end.
+	stop     chan struct{}
+	stopOnce sync.Once
 
 	mu sync.Mutex
 	// Condition for the above mutex. It is used to notify a completed key
@@ -95,6 +107,7 @@ type handshakeTransport struct {
 	writePacketsLeft uint32
 	writeBytesLeft   int64
 	userAuthComplete bool // whether the user authentication phase is complete
+	kexReaderOn      bool // a kexReader goroutine is running
 
 	// If the read loop wants to schedule a kex, it pings this
 	// channel, and the write loop will send out a kex
@@ -119,7 +132,8 @@ type handshakeTransport struct {
 	// Algorithms agreed in the last completed key exchange.
 	algorithms atomic.Pointer[NegotiatedAlgorithms]
 
-	// Counters exclusively owned by readLoop.
+	// Counters owned by the reader (readMu, or kexLoop while the reader
+	// waits for a key exchange).
 	readPacketsLeft uint32
 	readBytesLeft   int64
 
@@ -141,7 +155,9 @@ func newHandshakeTransport(conn keyingTransport, config *Config, clientVersion, 
 		conn:          conn,
 		serverVersion: serverVersion,
 		clientVersion: clientVersion,
-		incoming:      make(chan []byte, chanSize),
+		readFirst:     true,
+		queueSpace:    make(chan struct{}, 1),
+		stop:          make(chan struct{}),
 		requestKex:    make(chan struct{}, 1),
 		startKex:      make(chan *pendingKex),
 		kexLoopDone:   make(chan struct{}),
@@ -168,7 +184,6 @@ func newClientTransport(conn keyingTransport, clientVersion, serverVersion []byt
 	} else {
 		t.hostKeyAlgorithms = defaultHostKeyAlgos
 	}
-	go t.readLoop()
 	go t.kexLoop()
 	return t
 }
@@ -177,7 +192,6 @@ func newServerTransport(conn keyingTransport, clientVersion, serverVersion []byt
 	t := newHandshakeTransport(conn, &config.Config, clientVersion, serverVersion)
 	t.hostKeys = config.hostKeys
 	t.publicKeyAuthAlgorithms = config.PublicKeyAuthAlgorithms
-	go t.readLoop()
 	go t.kexLoop()
 	return t
 }
@@ -225,22 +239,36 @@ func (t *handshakeTransport) printPacket(p []byte, write bool) {
 	}
 }
 
+// readPacket returns the next packet for the layers above. It reads on the
+// caller's goroutine and handles a key exchange the peer starts on the way
+// (the caller waits for it, as it would have waited for a reading goroutine).
 func (t *handshakeTransport) readPacket() ([]byte, error) {
-	p, ok := <-t.incoming
-	if !ok {
-		return nil, t.readError
+	t.readMu.Lock()
+	defer t.readMu.Unlock()
+	if len(t.queued) > 0 {
+		p := t.queued[0]
+		t.queued[0] = nil
+		t.queued = t.queued[1:]
+		select {
+		case t.queueSpace <- struct{}{}:
+		default:
+		}
+		return p, nil
 	}
-	return p, nil
+	return t.readFiltered()
 }
 
-func (t *handshakeTransport) readLoop() {
-	first := true
-	for {
-		p, err := t.readOnePacket(first)
-		first = false
+// readFiltered reads until a packet for the layers above arrives. The
+// caller holds readMu.
+func (t *handshakeTransport) readFiltered() ([]byte, error) {
+	for t.readError == nil {
+		p, err := t.readOnePacket(t.readFirst)
+		t.readFirst = false
 		if err != nil {
 			t.readError = err
-			close(t.incoming)
+			// Stop writers and the key exchange loop too.
+			t.recordWriteError(err)
+			t.stopOnce.Do(func() { close(t.stop) })
 			break
 		}
 		// If this is the first kex, and strict KEX mode is enabled,
@@ -249,16 +277,50 @@ func (t *handshakeTransport) readLoop() {
 		if !(t.sessionID == nil && t.strictMode) && (p[0] == msgIgnore || p[0] == msgDebug) {
 			continue
 		}
-		t.incoming <- p
+		return p, nil
 	}
+	return nil, t.readError
+}
 
-	// Stop writers too.
-	t.recordWriteError(t.readError)
-
-	// Unblock the writer should it wait for this.
-	close(t.startKex)
-
-	// Don't close t.requestKex; it's also written to from writePacket.
+// kexReader reads on behalf of the layers above while a key exchange we
+// started is in progress: the peer's kexInit must be read for it to finish
+// even when nobody calls readPacket (the reading goroutine may be a writer
+// blocked on this very exchange, the mux loop answering a ping, say). It
+// competes for readMu with readPacket, so whichever is free reads; it
+// queues at most chanSize packets for readPacket, as a reading goroutine's
+// buffer would hold, and ends once no key exchange of ours is pending.
+func (t *handshakeTransport) kexReader() {
+	for {
+		t.readMu.Lock()
+		if len(t.queued) >= chanSize {
+			t.readMu.Unlock()
+			select {
+			case <-t.queueSpace:
+				continue
+			case <-t.stop:
+			}
+			t.mu.Lock()
+			t.kexReaderOn = false
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Lock()
+		pending := t.sentInitMsg != nil && t.writeError == nil && t.readError == nil
+		if !pending {
+			t.kexReaderOn = false
+		}
+		t.mu.Unlock()
+		if !pending {
+			t.readMu.Unlock()
+			return
+		}
+		p, err := t.readFiltered()
+		if err == nil {
+			t.queued = append(t.queued, p)
+		}
+		t.readMu.Unlock()
+		// On error the loop ends above: readError is set.
+	}
 }
 
 func (t *handshakeTransport) pushPacket(p []byte) error {
@@ -318,6 +380,8 @@ write:
 				}
 			case <-t.requestKex:
 				break
+			case <-t.stop:
+				break write
 			}
 
 			if !sent {
@@ -388,16 +452,12 @@ write:
 		t.mu.Unlock()
 	}
 
-	// Unblock reader.
+	// Unblock reader, and writers waiting for a key exchange.
 	t.conn.Close()
+	t.recordWriteError(io.EOF)
 
-	// drain startKex channel. We don't service t.requestKex
-	// because nobody does blocking sends there.
-	for request := range t.startKex {
-		request.done <- t.getWriteError()
-	}
-
-	// Mark that the loop is done so that Close can return.
+	// Mark that the loop is done so that Close can return, and that a
+	// reader offering a kexInit must not wait for it.
 	close(t.kexLoopDone)
 }
 
@@ -455,7 +515,11 @@ func (t *handshakeTransport) readOnePacket(first bool) ([]byte, error) {
 		done:      make(chan error, 1),
 		otherInit: p,
 	}
-	t.startKex <- &kex
+	select {
+	case t.startKex <- &kex:
+	case <-t.kexLoopDone:
+		return nil, t.getWriteError()
+	}
 	err = <-kex.done
 
 	if debugHandshake {
@@ -572,6 +636,14 @@ func (t *handshakeTransport) sendKexInit() error {
 	t.sentInitMsg = msg
 	t.sentInitPacket = packet
 
+	// Until the peer's kexInit arrives, someone must read even if the
+	// layers above do not (a writer blocked on this exchange may be the
+	// goroutine that reads).
+	if !t.kexReaderOn {
+		t.kexReaderOn = true
+		go t.kexReader()
+	}
+
 	return nil
 }
 
@@ -637,13 +709,12 @@ func (t *handshakeTransport) writePacket(p []byte) error {
 }
 
 func (t *handshakeTransport) Close() error {
-	// Close the connection. This should cause the readLoop goroutine to wake up
-	// and close t.startKex, which will shut down kexLoop if running.
+	// Close the connection: a reader blocked in it wakes with an error.
+	// Stop kexLoop, which may be waiting for a kexInit nobody will read.
 	err := t.conn.Close()
+	t.stopOnce.Do(func() { close(t.stop) })
 
 	// Wait for the kexLoop goroutine to complete.
-	// At that point we know that the readLoop goroutine is complete too,
-	// because kexLoop itself waits for readLoop to close the startKex channel.
 	<-t.kexLoopDone
 
 	return err

@@ -123,6 +123,23 @@ func handshakePair(clientConf *ClientConfig, addr string, noise bool) (client *h
 	return client, server, nil
 }
 
+// readUntilError reads from tr until an error, as the mux loop does, and
+// closes the returned channel then. A transport reads only when asked
+// (or while its own key exchange runs), so a test that needs a peer-started
+// key exchange to progress, or counts the failed read after Close, runs one.
+func readUntilError(tr *handshakeTransport) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if _, err := tr.readPacket(); err != nil {
+				return
+			}
+		}
+	}()
+	return done
+}
+
 func TestHandshakeBasic(t *testing.T) {
 	if runtime.GOOS == "plan9" {
 		t.Skip("see golang.org/issue/7237")
@@ -441,7 +458,6 @@ func testHandshakeErrorHandlingN(t *testing.T, readLimit, writeLimit int, couple
 	serverConf.SetDefaults()
 	serverConn := newHandshakeTransport(&errorKeyingTransport{a, readLimit, writeLimit}, &serverConf, []byte{'a'}, []byte{'b'})
 	serverConn.hostKeys = []Signer{key}
-	go serverConn.readLoop()
 	go serverConn.kexLoop()
 
 	clientConf := Config{RekeyThreshold: 10 * minRekeyThreshold}
@@ -449,7 +465,6 @@ func testHandshakeErrorHandlingN(t *testing.T, readLimit, writeLimit int, couple
 	clientConn := newHandshakeTransport(&errorKeyingTransport{b, -1, -1}, &clientConf, []byte{'a'}, []byte{'b'})
 	clientConn.hostKeyAlgorithms = []string{key.PublicKey().Type()}
 	clientConn.hostKeyCallback = InsecureIgnoreHostKey()
-	go clientConn.readLoop()
 	go clientConn.kexLoop()
 
 	var wg sync.WaitGroup
@@ -962,11 +977,14 @@ func TestStrictKEXResetSeqFirstKEX(t *testing.T) {
 	if err != nil {
 		t.Fatalf("readPacket failed: %s", err)
 	}
+	readC, readS := readUntilError(trC), readUntilError(trS)
 
 	// close the handshake transports before checking the sequence number to
 	// avoid races.
 	trC.Close()
 	trS.Close()
+	<-readC
+	<-readS
 
 	// check that the sequence number counters. We reset after msgNewKeys, but
 	// then the server immediately writes msgExtInfo, and we close the
@@ -1029,6 +1047,7 @@ func TestStrictKEXResetSeqSuccessiveKEX(t *testing.T) {
 	}
 
 	// Request a key exchange, which should cause the sequence numbers to reset
+	readS := readUntilError(trS)
 	checker.waitCall <- 1
 	trC.requestKeyExchange()
 	<-checker.called
@@ -1045,11 +1064,14 @@ func TestStrictKEXResetSeqSuccessiveKEX(t *testing.T) {
 	} else if !bytes.Equal(p, dummyPacket) {
 		t.Fatalf("unexpected packet: got %x, want %x", p, dummyPacket)
 	}
+	readC := readUntilError(trC)
 
 	// close the handshake transports before checking the sequence number to
 	// avoid races.
 	trC.Close()
 	trS.Close()
+	<-readC
+	<-readS
 
 	if trC.conn.(*transport).reader.seqNum != 2 || trC.conn.(*transport).writer.seqNum != 0 ||
 		trS.conn.(*transport).reader.seqNum != 1 || trS.conn.(*transport).writer.seqNum != 1 {
@@ -1106,11 +1128,14 @@ func TestSeqNumIncrease(t *testing.T) {
 			t.Fatalf("readPacket failed: %s", err)
 		}
 	}
+	readC, readS := readUntilError(trC), readUntilError(trS)
 
 	// close the handshake transports before checking the sequence number to
 	// avoid races.
 	trC.Close()
 	trS.Close()
+	<-readC
+	<-readS
 
 	if trC.conn.(*transport).reader.seqNum != 7 || trC.conn.(*transport).writer.seqNum != 5 ||
 		trS.conn.(*transport).reader.seqNum != 6 || trS.conn.(*transport).writer.seqNum != 6 {

@@ -378,6 +378,10 @@ func NewServerConn(c net.Conn, config *ServerConfig) (*ServerConn, <-chan NewCha
 	perms, err := s.serverHandshake(&fullConf)
 	if err != nil {
 		c.Close()
+		if s.transport != nil {
+			// Nothing reads any more: stop the key exchange loop.
+			s.transport.Close()
+		}
 		return nil, nil, nil, err
 	}
 	return &ServerConn{s, perms}, s.mux.incomingChannels, s.mux.incomingRequests, nil

@@ -217,11 +217,23 @@ func (s *connectionState) readPacket(r *bufio.Reader, strictMode bool) ([]byte, 
 	}
 
 	// The packet may point to an internal buffer, so copy the
-	// packet out here.
+	// packet out here, unless the cipher hands out packets of their own.
+	if _, owned := s.packetCipher.(ownedPacketCipher); owned {
+		return packet, err
+	}
 	fresh := make([]byte, len(packet))
 	copy(fresh, packet)
 
 	return fresh, err
+}
+
+// ownedPacketCipher is a packetCipher whose readCipherPacket returns each
+// packet in memory of its own, not reused for later packets: the transport
+// hands it on without copying it. The AEAD ciphers read into a new buffer
+// and decrypt in place, so a copy would only move the same bytes again.
+type ownedPacketCipher interface {
+	packetCipher
+	ownedPackets()
 }
 
 func (t *transport) writePacket(packet []byte) error {
