@@ -109,6 +109,9 @@ type Cluster struct {
 	// rate-limits their log lines per origin and reason.
 	refusals      map[string]uint64
 	refusalLogged map[string]time.Time
+	// lied is when a node last sent health signed with its own host key
+	// that claimed another address or pool than the inventory's.
+	lied map[string]time.Time
 }
 
 // maxBroadcast bounds one broadcast so it fits one UDP packet with

@@ -365,6 +365,15 @@ func (c *Cluster) noteRefusal(e *entry, err error) {
 	key := clip(e.Origin) + "\x00" + r.reason
 	c.mu.Lock()
 	c.refusals[r.reason]++
+	if r.reason == refusedAddrClaim || r.reason == refusedPoolClaim {
+		// Only after its signature and host key were verified: the
+		// node's own key signed the lie, nobody can forge it for
+		// another node. Bounded by the inventory.
+		if c.lied == nil {
+			c.lied = map[string]time.Time{}
+		}
+		c.lied[e.Origin] = now
+	}
 	last, seen := c.refusalLogged[key]
 	log := !seen || now.Sub(last) >= time.Minute
 	if log {
@@ -378,6 +387,16 @@ func (c *Cluster) noteRefusal(e *entry, err error) {
 		c.log.Warn("cluster: refused gossip entry (repeats are counted, logged once a minute)",
 			"reason", r.reason, "origin", clip(e.Origin), "detail", r.detail)
 	}
+}
+
+// LiedSince reports whether node's agent sent health signed with the
+// node's host key claiming another address or pool than the inventory's,
+// at or after since.
+func (c *Cluster) LiedSince(node string, since time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.lied[node]
+	return ok && !at.Before(since)
 }
 
 // Refusals returns how many remote entries were refused, by reason.

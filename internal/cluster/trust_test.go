@@ -407,3 +407,24 @@ func FuzzAdmit(f *testing.F) {
 		}
 	})
 }
+
+// TestLiedSince: only refusals that follow a verified signature (a node's
+// own key signed a false address or pool) mark the node as having lied; a
+// bad signature, which anyone can send in any node's name, does not.
+func TestLiedSince(t *testing.T) {
+	c := judge(t)
+	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return at }
+	c.noteRefusal(&entry{Origin: "login2"}, refuse(refusedAddrClaim, "claims another address"))
+	c.noteRefusal(&entry{Origin: "login3"}, refuse(refusedPoolClaim, "claims another pool"))
+	c.noteRefusal(&entry{Origin: "login1"}, refuse(refusedSignature, "forged in login1's name"))
+	c.noteRefusal(&entry{Origin: "login1"}, refuse(refusedHostKey, "another key"))
+	for node, want := range map[string]bool{"login1": false, "login2": true, "login3": true, "login9": false} {
+		if got := c.LiedSince(node, at.Add(-time.Minute)); got != want {
+			t.Errorf("LiedSince(%s) = %v, want %v", node, got, want)
+		}
+	}
+	if c.LiedSince("login2", at.Add(time.Second)) {
+		t.Error("LiedSince(login2) after the lie: true")
+	}
+}

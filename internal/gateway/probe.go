@@ -47,10 +47,18 @@ func newAgentless(cl *cluster.Cluster, inv *inventory, stale time.Duration) *age
 	return &agentless{cl: cl, inv: inv, stale: stale, now: time.Now, probed: map[string]probeResult{}}
 }
 
+// liedMemory is how long a node whose agent lied about its address or pool
+// (health signed with its own host key) stays out of the probes, even when
+// memberlist has dropped that agent: a rogue agent that restarts on a
+// conflicting address is refused as a member, and must not turn its node
+// into an "agentless" one that the probe rescues.
+const liedMemory = 10 * time.Minute
+
 // withoutHealth lists the inventory nodes with no agent in the cluster. A
 // node whose agent is a live member is never probed, even if its health
 // is stale or refused: an agent that is there but cannot measure, or
-// lies, says something is wrong on the node.
+// lies, says something is wrong on the node. Neither is a node whose
+// agent lied within liedMemory.
 func (a *agentless) withoutHealth(have []route.Node, now time.Time) []cluster.InventoryNode {
 	fresh := map[string]bool{}
 	for _, n := range have {
@@ -65,7 +73,7 @@ func (a *agentless) withoutHealth(have []route.Node, now time.Time) []cluster.In
 	}
 	var out []cluster.InventoryNode
 	for _, n := range a.inv.list() {
-		if !fresh[n.Name] {
+		if !fresh[n.Name] && !a.cl.LiedSince(n.Name, now.Add(-liedMemory)) {
 			out = append(out, cluster.InventoryNode{Name: n.Name, Addr: n.Addr, Pool: n.Pool})
 		}
 	}

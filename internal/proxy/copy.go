@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // Buffers for copying channel data. An idle channel blocks in Read holding
@@ -33,6 +35,36 @@ var (
 // they go (the idle timeout and live statistics read it while the channel
 // is open). It returns the bytes written; EOF is not an error.
 func copyData(dst io.Writer, src io.Reader, counter *atomic.Int64) (int64, error) {
+	return copyFrom(func(p []byte) (int, io.Writer, error) {
+		n, err := src.Read(p)
+		return n, dst, err
+	}, counter)
+}
+
+// eitherReader is a channel that reads data and extended data (stderr)
+// from one goroutine: x/crypto's channel with frontdoor's patch set
+// (third_party/patches/x-crypto/0008).
+type eitherReader interface {
+	ReadEither(p []byte) (n int, extended uint32, err error)
+}
+
+// copyBoth copies src's data to dst and its extended data (stderr) to
+// dst's, until src's EOF, as copyData does for one stream: one goroutine
+// for both streams of a session channel.
+func copyBoth(dst ssh.Channel, src eitherReader, counter *atomic.Int64) (int64, error) {
+	stderr := dst.Stderr()
+	return copyFrom(func(p []byte) (int, io.Writer, error) {
+		n, ext, err := src.ReadEither(p)
+		if ext == 1 {
+			return n, stderr, err
+		}
+		return n, dst, err
+	}, counter)
+}
+
+// copyFrom is copyData's loop: read returns the bytes read into p and
+// where they go.
+func copyFrom(read func(p []byte) (int, io.Writer, error), counter *atomic.Int64) (int64, error) {
 	bp := smallPool.Get().(*[]byte)
 	large := false
 	defer func() {
@@ -45,7 +77,7 @@ func copyData(dst io.Writer, src io.Reader, counter *atomic.Int64) (int64, error
 	var total int64
 	for {
 		buf := *bp
-		n, rerr := src.Read(buf)
+		n, dst, rerr := read(buf)
 		if n > 0 {
 			w, werr := dst.Write(buf[:n])
 			total += int64(w)

@@ -348,10 +348,11 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 		up.Close()
 	})
 
-	// One goroutine per direction copies data; requests from both sides
-	// are dispatched by this goroutine to one ordered queue per direction
-	// (see serial), whose worker exists only while requests are pending:
-	// an idle channel costs three goroutines (four for a session).
+	// One goroutine per direction copies data (toward the client both
+	// stdout and stderr, see copyBoth); requests from both sides are
+	// dispatched by this goroutine to one ordered queue per direction (see
+	// serial), whose worker exists only while requests are pending: an
+	// idle channel costs three goroutines.
 	var workers sync.WaitGroup
 	toNode, toClient := &serial{wg: &workers}, &serial{wg: &workers}
 
@@ -380,21 +381,29 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 	var stderr, output sync.WaitGroup
 	exited := make(chan struct{})
 	markExited := sync.OnceFunc(func() { close(exited) })
-	if session {
+	both, oneReader := up.(eitherReader)
+	switch {
+	case !session:
 		// Only session channels carry stderr (extended data); forwarded
 		// connections do not, and need no goroutine for it.
+		markExited()
+	case oneReader:
+		// Both streams from one goroutine: stdout below reads stderr too.
+	default:
 		stderr.Add(1)
 		go func() {
 			defer stderr.Done()
 			copyData(down.Stderr(), up.Stderr(), &r.Stats.BytesDown)
 		}()
-	} else {
-		markExited()
 	}
 	output.Add(1)
 	go func() {
 		defer output.Done()
-		copyData(down, up, &r.Stats.BytesDown)
+		if session && oneReader {
+			copyBoth(down, both, &r.Stats.BytesDown)
+		} else {
+			copyData(down, up, &r.Stats.BytesDown)
+		}
 		stderr.Wait()
 		<-exited
 		down.CloseWrite()

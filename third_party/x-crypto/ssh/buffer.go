@@ -30,13 +30,19 @@ type element struct {
 
 // newBuffer returns an empty buffer that is not closed.
 func newBuffer() *buffer {
+	return newBufferCond(newCond())
+}
+
+// newBufferCond returns an empty buffer that is not closed, using c: a
+// channel's data and extended data buffers share one, so that a reader can
+// wait for either (see channel.ReadEither).
+func newBufferCond(c *sync.Cond) *buffer {
 	e := new(element)
-	b := &buffer{
-		Cond: newCond(),
+	return &buffer{
+		Cond: c,
 		head: e,
 		tail: e,
 	}
-	return b
 }
 
 // write makes buf available for Read to receive.
@@ -46,7 +52,8 @@ func (b *buffer) write(buf []byte) {
 	e := &element{buf: buf}
 	b.tail.next = e
 	b.tail = e
-	b.Cond.Signal()
+	// Broadcast: with a shared Cond, the waiter may be another buffer's.
+	b.Cond.Broadcast()
 	b.Cond.L.Unlock()
 }
 
@@ -55,7 +62,7 @@ func (b *buffer) write(buf []byte) {
 func (b *buffer) eof() {
 	b.Cond.L.Lock()
 	b.closed = true
-	b.Cond.Signal()
+	b.Cond.Broadcast()
 	b.Cond.L.Unlock()
 }
 
@@ -65,6 +72,20 @@ func (b *buffer) Read(buf []byte) (n int, err error) {
 	b.Cond.L.Lock()
 	defer b.Cond.L.Unlock()
 
+	for {
+		n, err = b.take(buf)
+		if n > 0 || err != nil || len(buf) == 0 {
+			return n, err
+		}
+		// out of buffers, wait for producer
+		b.Cond.Wait()
+	}
+}
+
+// take copies what is buffered into buf, without waiting. With nothing
+// buffered it returns io.EOF if the buffer is closed, else 0 and nil. The
+// caller holds b.Cond.L.
+func (b *buffer) take(buf []byte) (n int, err error) {
 	for len(buf) > 0 {
 		// if there is data in b.head, copy it
 		if len(b.head.buf) > 0 {
@@ -74,24 +95,16 @@ func (b *buffer) Read(buf []byte) (n int, err error) {
 			continue
 		}
 		// if there is a next buffer, make it the head
-		if len(b.head.buf) == 0 && b.head != b.tail {
+		if b.head != b.tail {
 			b.head = b.head.next
 			continue
 		}
-
-		// if at least one byte has been copied, return
-		if n > 0 {
-			break
-		}
-
-		// if nothing was read, and there is nothing outstanding
-		// check to see if the buffer is closed.
-		if b.closed {
-			err = io.EOF
-			break
-		}
-		// out of buffers, wait for producer
-		b.Cond.Wait()
+		break
 	}
-	return
+	// if nothing was read, and there is nothing outstanding
+	// check to see if the buffer is closed.
+	if n == 0 && len(buf) > 0 && b.closed {
+		err = io.EOF
+	}
+	return n, err
 }

@@ -411,6 +411,44 @@ func (c *channel) ReadExtended(data []byte, extended uint32) (n int, err error) 
 	return n, err
 }
 
+// ReadEither reads data or extended data (stderr), whichever is buffered
+// (extended data first), waiting while neither is; extended is 0 for data
+// and 1 for stderr. It returns io.EOF once both streams are closed and
+// drained. One goroutine can relay both streams of a channel with it,
+// where Read and Stderr().Read each need their own.
+func (c *channel) ReadEither(data []byte) (n int, extended uint32, err error) {
+	if len(data) == 0 {
+		return 0, 0, nil
+	}
+	l := c.pending.Cond.L
+	l.Lock()
+	for {
+		n, err = c.extPending.take(data)
+		if n > 0 {
+			extended = 1
+			break
+		}
+		extEOF := err == io.EOF
+		n, err = c.pending.take(data)
+		if n > 0 || (err == io.EOF && extEOF) {
+			break
+		}
+		err = nil
+		c.pending.Cond.Wait()
+	}
+	l.Unlock()
+
+	if n > 0 {
+		err = c.adjustWindow(uint32(n))
+		// As in ReadExtended: io.EOF from the window adjustment waits
+		// until the buffers are drained.
+		if err == io.EOF {
+			err = nil
+		}
+	}
+	return n, extended, err
+}
+
 func (c *channel) close() {
 	c.closeOnce.Do(func() {
 		c.pending.eof()
@@ -524,11 +562,12 @@ func (ch *channel) handlePacket(packet []byte) error {
 }
 
 func (m *mux) newChannel(chanType string, direction channelDirection, extraData []byte) *channel {
+	pending := newBuffer()
 	ch := &channel{
 		remoteWin:        window{Cond: newCond()},
 		myWindow:         channelWindowSize,
-		pending:          newBuffer(),
-		extPending:       newBuffer(),
+		pending:          pending,
+		extPending:       newBufferCond(pending.Cond),
 		direction:        direction,
 		incomingRequests: make(chan *Request, chanSize),
 		msg:              make(chan interface{}, chanSize),

@@ -91,6 +91,18 @@ type handshakeTransport struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 
+	// kexLoop runs only while a key exchange is wanted or in progress:
+	// an idle connection holds no goroutine for it. kexWake counts the
+	// requestKex and startKex events made and not yet taken; with none,
+	// kexLoop ends between key exchanges, and the next event starts it
+	// again. kexMu protects the following.
+	kexMu       sync.Mutex
+	kexWake     int
+	kexRunning  bool
+	kexStopped  bool // no kexLoop starts any more
+	kexOnDemand bool // set by startKexLoop; else the caller runs kexLoop
+	finishOnce  sync.Once
+
 	mu sync.Mutex
 	// Condition for the above mutex. It is used to notify a completed key
 	// exchange or a write failure. Writes can wait for this condition while a
@@ -170,7 +182,77 @@ func newHandshakeTransport(conn keyingTransport, config *Config, clientVersion, 
 
 	// We always start with a mandatory key exchange.
 	t.requestKex <- struct{}{}
+	t.kexWake = 1
 	return t
+}
+
+// startKexLoop runs kexLoop on demand from now on, starting with the
+// mandatory first key exchange.
+func (t *handshakeTransport) startKexLoop() {
+	t.kexMu.Lock()
+	t.kexOnDemand = true
+	t.startKexLoopLocked()
+	t.kexMu.Unlock()
+}
+
+// startKexLoopLocked starts kexLoop if it is run on demand and not
+// running. The caller holds kexMu.
+func (t *handshakeTransport) startKexLoopLocked() {
+	if t.kexOnDemand && !t.kexRunning && !t.kexStopped {
+		t.kexRunning = true
+		go t.kexLoop()
+	}
+}
+
+// kexTaken records that kexLoop took a requestKex or startKex event.
+func (t *handshakeTransport) kexTaken() {
+	t.kexMu.Lock()
+	t.kexWake--
+	t.kexMu.Unlock()
+}
+
+// kexWanted reports whether kexLoop should wait for a key exchange; if
+// not, kexLoop ends (and the transport finishes if it was stopped).
+func (t *handshakeTransport) kexWanted() bool {
+	t.kexMu.Lock()
+	if t.kexWake > 0 || !t.kexOnDemand {
+		t.kexMu.Unlock()
+		return true
+	}
+	t.kexRunning = false
+	stopped := t.kexStopped
+	t.kexMu.Unlock()
+	if stopped {
+		t.finishKex()
+	}
+	return false
+}
+
+// shutdown stops the transport after Close or a read error: kexLoop and
+// kexReader end, and if no kexLoop runs the transport finishes here.
+func (t *handshakeTransport) shutdown() {
+	t.stopOnce.Do(func() { close(t.stop) })
+	t.kexMu.Lock()
+	t.kexStopped = true
+	idle := t.kexOnDemand && !t.kexRunning
+	t.kexMu.Unlock()
+	if idle {
+		t.finishKex()
+	}
+}
+
+// finishKex is the end of the key exchange side, once: the connection is
+// closed, waiting writers get io.EOF if nothing failed first, and Close and
+// readers offering a kexInit stop waiting.
+func (t *handshakeTransport) finishKex() {
+	t.finishOnce.Do(func() {
+		t.kexMu.Lock()
+		t.kexStopped = true
+		t.kexMu.Unlock()
+		t.conn.Close()
+		t.recordWriteError(io.EOF)
+		close(t.kexLoopDone)
+	})
 }
 
 func newClientTransport(conn keyingTransport, clientVersion, serverVersion []byte, config *ClientConfig, dialAddr string, addr net.Addr) *handshakeTransport {
@@ -184,7 +266,7 @@ func newClientTransport(conn keyingTransport, clientVersion, serverVersion []byt
 	} else {
 		t.hostKeyAlgorithms = defaultHostKeyAlgos
 	}
-	go t.kexLoop()
+	t.startKexLoop()
 	return t
 }
 
@@ -192,7 +274,7 @@ func newServerTransport(conn keyingTransport, clientVersion, serverVersion []byt
 	t := newHandshakeTransport(conn, &config.Config, clientVersion, serverVersion)
 	t.hostKeys = config.hostKeys
 	t.publicKeyAuthAlgorithms = config.PublicKeyAuthAlgorithms
-	go t.kexLoop()
+	t.startKexLoop()
 	return t
 }
 
@@ -268,7 +350,7 @@ func (t *handshakeTransport) readFiltered() ([]byte, error) {
 			t.readError = err
 			// Stop writers and the key exchange loop too.
 			t.recordWriteError(err)
-			t.stopOnce.Do(func() { close(t.stop) })
+			t.shutdown()
 			break
 		}
 		// If this is the first kex, and strict KEX mode is enabled,
@@ -346,11 +428,15 @@ func (t *handshakeTransport) recordWriteError(err error) {
 }
 
 func (t *handshakeTransport) requestKeyExchange() {
+	t.kexMu.Lock()
 	select {
 	case t.requestKex <- struct{}{}:
+		t.kexWake++
+		t.startKexLoopLocked()
 	default:
 		// something already requested a kex, so do nothing.
 	}
+	t.kexMu.Unlock()
 }
 
 func (t *handshakeTransport) resetWriteThresholds() {
@@ -368,6 +454,9 @@ func (t *handshakeTransport) kexLoop() {
 
 write:
 	for t.getWriteError() == nil {
+		if !t.kexWanted() {
+			return
+		}
 		var request *pendingKex
 		var sent bool
 
@@ -378,8 +467,9 @@ write:
 				if !ok {
 					break write
 				}
+				t.kexTaken()
 			case <-t.requestKex:
-				break
+				t.kexTaken()
 			case <-t.stop:
 				break write
 			}
@@ -427,7 +517,7 @@ write:
 		for {
 			select {
 			case <-t.requestKex:
-				//
+				t.kexTaken()
 			default:
 				break clear
 			}
@@ -452,13 +542,9 @@ write:
 		t.mu.Unlock()
 	}
 
-	// Unblock reader, and writers waiting for a key exchange.
-	t.conn.Close()
-	t.recordWriteError(io.EOF)
-
-	// Mark that the loop is done so that Close can return, and that a
-	// reader offering a kexInit must not wait for it.
-	close(t.kexLoopDone)
+	// Unblock reader, and writers waiting for a key exchange; let Close
+	// return.
+	t.finishKex()
 }
 
 // The protocol uses uint32 for packet counters, so we can't let them
@@ -515,6 +601,10 @@ func (t *handshakeTransport) readOnePacket(first bool) ([]byte, error) {
 		done:      make(chan error, 1),
 		otherInit: p,
 	}
+	t.kexMu.Lock()
+	t.kexWake++
+	t.startKexLoopLocked()
+	t.kexMu.Unlock()
 	select {
 	case t.startKex <- &kex:
 	case <-t.kexLoopDone:
@@ -712,7 +802,7 @@ func (t *handshakeTransport) Close() error {
 	// Close the connection: a reader blocked in it wakes with an error.
 	// Stop kexLoop, which may be waiting for a kexInit nobody will read.
 	err := t.conn.Close()
-	t.stopOnce.Do(func() { close(t.stop) })
+	t.shutdown()
 
 	// Wait for the kexLoop goroutine to complete.
 	<-t.kexLoopDone

@@ -39,15 +39,18 @@ type transport struct {
 	reader connectionState
 	writer connectionState
 
+	// bufReader is what packets are read through: nil while the
+	// connection is idle, else a pooled small or stream reader over head
+	// (see pickReader). lastLen is the length of the last packet read.
 	bufReader *bufio.Reader
-	bufWriter *bufio.Writer
+	head      headReader
+	lastLen   int
 
-	// rd is what bufReader reads from; small is the transport's own
-	// small reader while bufReader is a stream reader; lastLen is the
-	// length of the last packet read (see pickReader).
+	// rd and wr are the connection; each packet is written through a
+	// pooled buffer (see writePacket). rd is nil for a transport made
+	// without newTransport, which reads through bufReader alone.
 	rd       io.Reader
-	small    *bufio.Reader
-	lastLen  int
+	wr       io.Writer
 	rand     io.Reader
 	isClient bool
 	io.Closer
@@ -130,7 +133,7 @@ func (t *transport) printPacket(p []byte, write bool) {
 func (t *transport) readPacket() (p []byte, err error) {
 	for {
 		t.pickReader()
-		p, err = t.reader.readPacket(t.bufReader, t.strictMode)
+		p, err = t.reader.readPacket(packetInput{t}, t.strictMode)
 		if err != nil {
 			break
 		}
@@ -147,42 +150,90 @@ func (t *transport) readPacket() (p []byte, err error) {
 	return p, err
 }
 
-// streamReadSize is the read buffer of a connection receiving bulk data.
-// The transport's own 4 KiB reader takes two read syscalls per 32 KiB
-// packet (one refill for the length, one direct read for the rest); a
-// 64 KiB reader takes about one per two packets. Idle connections keep only
-// the small reader: the stream reader is borrowed from a pool while large
-// packets arrive and returned when small ones do.
-const streamReadSize = 64 << 10
+// Read buffers. A connection waiting for its next packet holds none: it
+// blocks in a read into the transport's small head array (idleReadSize),
+// then borrows a small reader (smallReadSize) from a pool for the rest of
+// the packet, or a stream reader (streamReadSize) while large packets
+// arrive, and gives it back at a packet boundary with nothing buffered.
+// A 4 KiB reader takes two read syscalls per 32 KiB packet (a refill for
+// the length, a direct read for the rest); a 64 KiB one about one per two
+// packets. Most interactive packets arrive whole in the head read.
+const (
+	idleReadSize   = 128
+	smallReadSize  = 4 << 10
+	streamReadSize = 64 << 10
+)
 
-var streamReaders sync.Pool // *bufio.Reader of streamReadSize
+var (
+	smallReaders  = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, smallReadSize) }}
+	streamReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, streamReadSize) }}
+)
 
-// pickReader switches between the small and the stream reader at a packet
-// boundary where nothing is buffered: to the stream reader after a packet
-// that did not fit the small buffer, back after one that did.
+// headReader returns what an idle connection's first read brought in,
+// then reads on from r.
+type headReader struct {
+	r      io.Reader
+	buf    [idleReadSize]byte
+	off, n int
+}
+
+func (h *headReader) Read(p []byte) (int, error) {
+	if h.off < h.n {
+		n := copy(p, h.buf[h.off:h.n])
+		h.off += n
+		return n, nil
+	}
+	return h.r.Read(p)
+}
+
+// pickReader chooses the reader for the next packet, at a packet boundary
+// with nothing buffered: after a small packet (the connection is idle, or
+// interactive) it gives the reader back; after a large one it switches
+// from the small to the stream reader.
 func (t *transport) pickReader() {
-	if t.rd == nil || t.bufReader.Buffered() != 0 {
+	r := t.bufReader
+	if t.rd == nil || r == nil || r.Buffered() != 0 || t.head.off < t.head.n {
 		return
 	}
-	streaming := t.small != nil
+	streaming := r.Size() == streamReadSize
 	switch {
-	case !streaming && t.lastLen > t.bufReader.Size():
-		r, _ := streamReaders.Get().(*bufio.Reader)
-		if r == nil {
-			r = bufio.NewReaderSize(t.rd, streamReadSize)
-		} else {
-			r.Reset(t.rd)
-		}
-		t.small, t.bufReader = t.bufReader, r
-	case streaming && t.lastLen <= t.small.Size():
-		r := t.bufReader
-		t.bufReader, t.small = t.small, nil
+	case t.lastLen <= smallReadSize:
+		t.bufReader = nil
 		r.Reset(nil)
-		streamReaders.Put(r)
+		if streaming {
+			streamReaders.Put(r)
+		} else {
+			smallReaders.Put(r)
+		}
+	case !streaming:
+		r.Reset(nil)
+		smallReaders.Put(r)
+		t.bufReader = streamReaders.Get().(*bufio.Reader)
+		t.bufReader.Reset(&t.head)
 	}
 }
 
-func (s *connectionState) readPacket(r *bufio.Reader, strictMode bool) ([]byte, error) {
+// packetInput is what ciphers read packets from: the transport's reader,
+// and while it has none, a blocking read into head first.
+type packetInput struct{ t *transport }
+
+func (in packetInput) Read(p []byte) (int, error) {
+	t := in.t
+	if t.bufReader == nil {
+		// Idle: block with no buffer but head.
+		n, err := t.rd.Read(t.head.buf[:])
+		if n == 0 {
+			return 0, err
+		}
+		// An error with data comes back from the next read.
+		t.head.off, t.head.n = 0, n
+		t.bufReader = smallReaders.Get().(*bufio.Reader)
+		t.bufReader.Reset(&t.head)
+	}
+	return t.bufReader.Read(p)
+}
+
+func (s *connectionState) readPacket(r io.Reader, strictMode bool) ([]byte, error) {
 	packet, err := s.packetCipher.readCipherPacket(s.seqNum, r)
 	s.seqNum++
 	if err == nil && len(packet) == 0 {
@@ -236,11 +287,22 @@ type ownedPacketCipher interface {
 	ownedPackets()
 }
 
+// writeBuffers gather a packet that its cipher writes in pieces (the CBC,
+// CTR and MAC ciphers write length, payload and MAC separately) into one
+// write. Every packet is flushed at once, so between packets a connection
+// needs no write buffer of its own.
+var writeBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+
 func (t *transport) writePacket(packet []byte) error {
 	if debugTransport {
 		t.printPacket(packet, true)
 	}
-	return t.writer.writePacket(t.bufWriter, t.rand, packet, t.strictMode)
+	w := writeBuffers.Get().(*bufio.Writer)
+	w.Reset(t.wr)
+	err := t.writer.writePacket(w, t.rand, packet, t.strictMode)
+	w.Reset(nil)
+	writeBuffers.Put(w)
+	return err
 }
 
 func (s *connectionState) writePacket(w *bufio.Writer, rand io.Reader, packet []byte, strictMode bool) error {
@@ -270,10 +332,10 @@ func (s *connectionState) writePacket(w *bufio.Writer, rand io.Reader, packet []
 
 func newTransport(rwc io.ReadWriteCloser, rand io.Reader, isClient bool) *transport {
 	t := &transport{
-		bufReader: bufio.NewReader(rwc),
-		bufWriter: bufio.NewWriter(rwc),
-		rd:        rwc,
-		rand:      rand,
+		head: headReader{r: rwc},
+		rd:   rwc,
+		wr:   rwc,
+		rand: rand,
 		reader: connectionState{
 			packetCipher:     &streamPacketCipher{cipher: noneCipher{}},
 			pendingKeyChange: make(chan packetCipher, 1),
