@@ -45,10 +45,7 @@ func TestParallelWrongPasswordsStayUnderLockout(t *testing.T) {
 			t.Errorf("resetting the lockout threshold: %v", err)
 		}
 	})
-	victim, err := createActor(ctx, "adv-burst")
-	if err != nil {
-		t.Fatal(err)
-	}
+	victim := testActor(ctx, t, "adv-burst")
 	g := newGateway(t, gwOptions{Throttle: map[string]any{
 		"user_failures": userFailures, "user_window": "30s",
 		"source_failures": 20, "source_window": "10m",
@@ -78,7 +75,7 @@ func TestParallelWrongPasswordsStayUnderLockout(t *testing.T) {
 	// The owner, from yet another address: refused by the throttle while
 	// it holds (never by AD), then logged in.
 	var tries, refusedByThrottle int
-	err = harness.WaitFor(ctx, 90*time.Second, func() error {
+	err := harness.WaitFor(ctx, 90*time.Second, func() error {
 		tries++
 		rc, err := tryDialRaw(ctx, g, "127.0.0.60")
 		if err != nil {
@@ -118,10 +115,7 @@ func TestParallelWrongPasswordsStayUnderLockout(t *testing.T) {
 	// gateway whose allowance is above the domain's threshold, the same
 	// burst reaches AD until AD locks the account.
 	loose := newGateway(t, gwOptions{})
-	lockee, err := createActor(ctx, "adv-burst-loose")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lockee := testActor(ctx, t, "adv-burst-loose")
 	t.Cleanup(func() { dc.Unlock(context.Background(), lockee.name) })
 	toAD, throttled, other, burstTime = burst(t, loose, lockee, burstSize)
 	bad, locked = accountState(t, lockee.name)
@@ -221,10 +215,7 @@ func TestUnavailableDirectoryCountsAgainstAllowance(t *testing.T) {
 		tries        = 6
 	)
 	ctx := t.Context()
-	victim, err := createActor(ctx, "adv-outage")
-	if err != nil {
-		t.Fatal(err)
-	}
+	victim := testActor(ctx, t, "adv-outage")
 	g := newGateway(t, gwOptions{
 		Throttle: map[string]any{"user_failures": userFailures, "user_window": "30s", "base_delay": "1ns", "max_delay": "1ns"},
 		AD:       map[string]any{"timeout": "1s", "retry_min": "100ms", "retry_max": "200ms"},

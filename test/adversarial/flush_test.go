@@ -36,10 +36,7 @@ func TestThrottleMemoryCannotBeFlushed(t *testing.T) {
 			t.Errorf("resetting the lockout threshold: %v", err)
 		}
 	})
-	victim, err := createActor(ctx, "adv-flush")
-	if err != nil {
-		t.Fatal(err)
-	}
+	victim := testActor(ctx, t, "adv-flush")
 	t.Cleanup(func() { dc.Unlock(context.Background(), victim.name) })
 	g := newGateway(t, gwOptions{Throttle: map[string]any{"user_failures": userFailures, "user_window": "30m", "max_entries": 2}})
 	wrong := func(src, name string) {

@@ -184,6 +184,23 @@ func createActor(ctx context.Context, name string) (*actor, error) {
 	return newActor(u)
 }
 
+// testActor is createActor for one test: the account is deleted from AD
+// when the test ends, so the suite runs again in one process (-count=N)
+// and a test's locked-out or throttled account never meets the next test.
+func testActor(ctx context.Context, t *testing.T, name string) *actor {
+	t.Helper()
+	a, err := createActor(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := dc.DeleteUser(context.Background(), name); err != nil {
+			t.Errorf("deleting AD user %s: %v", name, err)
+		}
+	})
+	return a
+}
+
 func newActor(u *harness.User) (*actor, error) {
 	pem, err := os.ReadFile(u.KeyPath)
 	if err != nil {
