@@ -87,3 +87,44 @@ func TestTransportIdleBuffers(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTransportRead feeds the transport's reader hostile streams, cut into
+// reads of hostile sizes: it must return whole packets or an error, never
+// panic, and never return more than the stream held.
+func FuzzTransportRead(f *testing.F) {
+	w := &chunkConn{}
+	wt := newTransport(w, rand.Reader, true)
+	for _, n := range []int{1, 200, 4500} {
+		p := bytes.Repeat([]byte{msgRequestSuccess}, n)
+		if err := wt.writePacket(p); err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.Add(w.out.Bytes(), []byte{1, 7, 128, 200})
+	f.Add([]byte{0, 0, 0, 12, 4, 5, 1, 2, 3, 4, 0, 0, 0, 0}, []byte{3})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 4}, []byte{1})
+	f.Fuzz(func(t *testing.T, stream, cuts []byte) {
+		i := 0
+		next := func() int {
+			if len(cuts) == 0 {
+				return len(stream) + 1
+			}
+			c := int(cuts[i%len(cuts)])*97 + 1
+			i++
+			return c
+		}
+		r := &chunkConn{data: bytes.Clone(stream), next: next}
+		rt := newTransport(r, rand.Reader, false)
+		total := 0
+		for k := 0; k < 1000; k++ {
+			p, err := rt.readPacket()
+			if err != nil {
+				return
+			}
+			total += len(p)
+			if total > len(stream) {
+				t.Fatalf("read %d bytes of packets from a %d-byte stream", total, len(stream))
+			}
+		}
+	})
+}
