@@ -343,25 +343,37 @@ func (t *handshakeTransport) readPacket() ([]byte, error) {
 // readFiltered reads until a packet for the layers above arrives. The
 // caller holds readMu.
 func (t *handshakeTransport) readFiltered() ([]byte, error) {
-	for t.readError == nil {
-		p, err := t.readOnePacket(t.readFirst)
-		t.readFirst = false
-		if err != nil {
-			t.readError = err
-			// Stop writers and the key exchange loop too.
-			t.recordWriteError(err)
-			t.shutdown()
-			break
+	for {
+		p, err := t.readOne()
+		if p != nil || err != nil {
+			return p, err
 		}
-		// If this is the first kex, and strict KEX mode is enabled,
-		// we don't ignore any messages, as they may be used to manipulate
-		// the packet sequence numbers.
-		if !(t.sessionID == nil && t.strictMode) && (p[0] == msgIgnore || p[0] == msgDebug) {
-			continue
-		}
-		return p, nil
 	}
-	return nil, t.readError
+}
+
+// readOne reads one packet: nil if it is not for the layers above (a key
+// exchange, handled on the way, or an ignore or debug message). The caller
+// holds readMu.
+func (t *handshakeTransport) readOne() ([]byte, error) {
+	if t.readError != nil {
+		return nil, t.readError
+	}
+	p, err := t.readOnePacket(t.readFirst)
+	t.readFirst = false
+	if err != nil {
+		t.readError = err
+		// Stop writers and the key exchange loop too.
+		t.recordWriteError(err)
+		t.shutdown()
+		return nil, err
+	}
+	// If this is the first kex, and strict KEX mode is enabled,
+	// we don't ignore any messages, as they may be used to manipulate
+	// the packet sequence numbers.
+	if !(t.sessionID == nil && t.strictMode) && (p[0] == msgIgnore || p[0] == msgDebug) {
+		return nil, nil
+	}
+	return p, nil
 }
 
 // kexReader reads on behalf of the layers above while a key exchange we
@@ -396,8 +408,11 @@ func (t *handshakeTransport) kexReader() {
 			t.readMu.Unlock()
 			return
 		}
-		p, err := t.readFiltered()
-		if err == nil {
+		// One packet at a time, so that it ends as soon as the exchange
+		// is done (which reads as an ignore message), not at the next
+		// packet after it.
+		p, _ := t.readOne()
+		if p != nil {
 			t.queued = append(t.queued, p)
 		}
 		t.readMu.Unlock()
