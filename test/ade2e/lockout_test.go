@@ -21,14 +21,7 @@ import (
 // outage_test.go): no other test's wrong passwords count against it.
 func TestNoLockoutThroughFrontdoor(t *testing.T) {
 	ctx := t.Context()
-	if err := dc.SetLockoutThreshold(ctx, 3, 10*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := dc.SetLockoutThreshold(context.Background(), 0, 10*time.Minute); err != nil {
-			t.Errorf("resetting the lockout threshold: %v", err)
-		}
-	})
+	dc.LockoutForTest(t, 3, 10*time.Minute)
 
 	safe := newGateway(t, gwOptions{Throttle: map[string]any{"user_failures": 2, "user_window": "30m"}})
 	victim, err := createUser(ctx, uniqueName("ade-victim"), grpNested)

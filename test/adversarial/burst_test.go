@@ -37,14 +37,7 @@ func TestParallelWrongPasswordsStayUnderLockout(t *testing.T) {
 		lockoutThreshold = 5
 	)
 	ctx := t.Context()
-	if err := dc.SetLockoutThreshold(ctx, lockoutThreshold, 10*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := dc.SetLockoutThreshold(context.Background(), 0, 10*time.Minute); err != nil {
-			t.Errorf("resetting the lockout threshold: %v", err)
-		}
-	})
+	dc.LockoutForTest(t, lockoutThreshold, 10*time.Minute)
 	victim := testActor(ctx, t, "adv-burst")
 	g := newGateway(t, gwOptions{Throttle: map[string]any{
 		"user_failures": userFailures, "user_window": "30s",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 	"unicode/utf16"
 
@@ -262,6 +263,20 @@ func (dc *DC) ExpirePassword(ctx context.Context, user string) error {
 // "must change" (pwdLastSet=-1 means now).
 func (dc *DC) SetPassword(ctx context.Context, user, password string) error {
 	return dc.modify(ctx, user, map[string][]string{"unicodePwd": {unicodePwd(password)}, "pwdLastSet": {"-1"}})
+}
+
+// LockoutForTest sets the domain's lockout threshold for one test and puts
+// it back to 0 (never lock) when the test ends.
+func (dc *DC) LockoutForTest(t testing.TB, threshold int, window time.Duration) {
+	t.Helper()
+	if err := dc.SetLockoutThreshold(t.Context(), threshold, window); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := dc.SetLockoutThreshold(context.Background(), 0, window); err != nil {
+			t.Errorf("resetting the lockout threshold: %v", err)
+		}
+	})
 }
 
 // SetLockoutThreshold sets the domain's bad-password lockout threshold (0 =
