@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
 	"github.com/frontdoor-hpc/frontdoor/internal/discovery"
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
 	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
@@ -110,8 +110,6 @@ func (c *Config) Pools() []string {
 	slices.Sort(out)
 	return out
 }
-
-var slurmName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
 // Gateway is the client-facing SSH server.
 type Gateway struct {
@@ -597,12 +595,6 @@ func DefaultDenyPrincipals() []string {
 		"nobody", "sshd", "systemd-network", "systemd-resolve", "messagebus", "syslog", "_apt", "mysql"}
 }
 
-// nodeName is what may follow "+" in a login name and appear in logs.
-var nodeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-
-// ValidNodeName reports whether s is an acceptable node name.
-func ValidNodeName(s string) bool { return nodeName.MatchString(s) }
-
 func (c *Config) validate() error {
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
@@ -702,8 +694,8 @@ func (c *Config) validate() error {
 	seen := map[string]bool{}
 	for i, n := range c.Nodes {
 		key := fmt.Sprintf("nodes[%d]", i)
-		if !ValidNodeName(n.Name) {
-			add(c.Errorf(key+".name", "%q is not a valid node name (letters, digits, '.', '_', '-')", n.Name))
+		if !names.Node.Valid(n.Name) {
+			add(c.Errorf(key+".name", "%q is not a valid node name (%s)", n.Name, names.Node.Syntax))
 		}
 		if seen[n.Name] {
 			add(c.Errorf(key+".name", "duplicate node name %q", n.Name))
@@ -712,8 +704,8 @@ func (c *Config) validate() error {
 		if _, _, err := net.SplitHostPort(n.Addr); err != nil {
 			add(c.Errorf(key+".addr", "not host:port: %v", err))
 		}
-		if !ValidNodeName(n.Pool) {
-			add(c.Errorf(key+".pool", "%q is not a valid pool name", n.Pool))
+		if !names.Node.Valid(n.Pool) {
+			add(c.Errorf(key+".pool", "%q is not a valid pool name (%s)", n.Pool, names.Node.Syntax))
 		}
 	}
 	if c.ClusterEnabled() {
@@ -730,8 +722,8 @@ func (c *Config) validate() error {
 		if err := c.Audit.S3.Validate(); err != nil {
 			errs = append(errs, c.sectionErrors("audit.s3", err)...)
 		}
-		if !s3sink.ValidGatewayName(c.Gateway.Name) {
-			add(c.Errorf("gateway.name", "%q cannot be part of an audit object key (letters, digits, '.', '-'; at most 63)", c.Gateway.Name))
+		if !names.Gateway.Valid(c.Gateway.Name) {
+			add(c.Errorf("gateway.name", "%q cannot be part of an audit object key (%s)", c.Gateway.Name, names.Gateway.Syntax))
 		}
 	}
 	if err := c.Usage.Validate(); err != nil {
@@ -757,15 +749,15 @@ func (c *Config) validate() error {
 	}
 	if c.SlurmEnabled() {
 		sl := c.Slurm
-		if !slurmName.MatchString(sl.ParentAccount) {
-			add(c.Errorf("slurm.parent_account", "%q is not a valid Slurm account name", sl.ParentAccount))
+		if !names.SlurmAccount.Valid(sl.ParentAccount) {
+			add(c.Errorf("slurm.parent_account", "%q is not a valid Slurm account name (%s)", sl.ParentAccount, names.SlurmAccount.Syntax))
 		}
-		if sl.Cluster != "" && !slurmName.MatchString(sl.Cluster) {
-			add(c.Errorf("slurm.cluster", "%q is not a valid Slurm cluster name", sl.Cluster))
+		if sl.Cluster != "" && !names.SlurmName.Valid(sl.Cluster) {
+			add(c.Errorf("slurm.cluster", "%q is not a valid Slurm cluster name (%s)", sl.Cluster, names.SlurmName.Syntax))
 		}
 		for i, p := range sl.Partitions {
-			if !slurmName.MatchString(p) {
-				add(c.Errorf(fmt.Sprintf("slurm.partitions[%d]", i), "%q is not a valid partition name", p))
+			if !names.SlurmName.Valid(p) {
+				add(c.Errorf(fmt.Sprintf("slurm.partitions[%d]", i), "%q is not a valid partition name (%s)", p, names.SlurmName.Syntax))
 			}
 		}
 		for _, d := range []struct {
@@ -835,18 +827,9 @@ func (c *Config) validateAdmin() []error {
 		add(c.Errorf("gateway.admin_client_ca", "mutual TLS needs admin_tls_cert and admin_tls_key too"))
 	}
 	for i, h := range g.AdminAllowedHosts {
-		if !validHostName(h) {
+		if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err != nil && !names.Host.Valid(strings.TrimSuffix(h, ".")) {
 			add(c.Errorf(fmt.Sprintf("gateway.admin_allowed_hosts[%d]", i), "%q is not a host name or IP address (no port, no scheme)", h))
 		}
 	}
 	return errs
-}
-
-var hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.?$`)
-
-func validHostName(h string) bool {
-	if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
-		return true
-	}
-	return len(h) <= 253 && hostName.MatchString(h)
 }

@@ -30,6 +30,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // KindHyperPod is the one discovery kind built in.
@@ -105,16 +107,9 @@ func (c Config) Defaults() Config {
 	return c
 }
 
-// The SageMaker API's own patterns for these names.
-var (
-	clusterNameRE = regexp.MustCompile(`^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$`)
-	clusterARNRE  = regexp.MustCompile(`^arn:aws[a-z\-]*:sagemaker:([a-z0-9\-]*):[0-9]{12}:cluster/[a-z0-9]{12}$`)
-	groupNameRE   = regexp.MustCompile(`^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$`)
-	regionRE      = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$`)
-	// nodeNameRE is what may follow "+" in a login name (as in the
-	// config package's nodes[].name).
-	nodeNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-)
+// clusterARNRE is the SageMaker API's pattern for a cluster ARN (not a
+// name: names follow names.SageMaker).
+var clusterARNRE = regexp.MustCompile(`^arn:aws[a-z\-]*:sagemaker:([a-z0-9\-]*):[0-9]{12}:cluster/[a-z0-9]{12}$`)
 
 type clusterARN struct{ region string }
 
@@ -143,14 +138,14 @@ func (c Config) Validate() error {
 	}
 	if c.Cluster == "" {
 		add("cluster", "required: the HyperPod cluster's name or ARN")
-	} else if _, isARN := parseClusterARN(c.Cluster); !isARN && !clusterNameRE.MatchString(c.Cluster) {
+	} else if _, isARN := parseClusterARN(c.Cluster); !isARN && !names.SageMaker.Valid(c.Cluster) {
 		if strings.HasPrefix(c.Cluster, "arn:") {
 			add("cluster", "%q is not a SageMaker cluster ARN (arn:aws:sagemaker:REGION:ACCOUNT:cluster/ID)", c.Cluster)
 		} else {
 			add("cluster", "%q is not a HyperPod cluster name (letters, digits and '-', at most 63)", c.Cluster)
 		}
 	}
-	if c.Region != "" && !regionRE.MatchString(c.Region) {
+	if c.Region != "" && !names.AWSRegion.Valid(c.Region) {
 		add("region", "%q is not an AWS region name (like us-west-2)", c.Region)
 	}
 	if a, ok := parseClusterARN(c.Cluster); ok && c.Region != "" && a.region != c.Region {
@@ -167,14 +162,14 @@ func (c Config) Validate() error {
 	seen := map[string]bool{}
 	for i, g := range c.InstanceGroups {
 		key := fmt.Sprintf("instance_groups[%d]", i)
-		if !groupNameRE.MatchString(g.Name) {
+		if !names.SageMaker.Valid(g.Name) {
 			add(key+".name", "%q is not an instance group name (letters, digits and '-', at most 63)", g.Name)
 		}
 		if seen[g.Name] {
 			add(key+".name", "duplicate instance group %q", g.Name)
 		}
 		seen[g.Name] = true
-		if !nodeNameRE.MatchString(g.Pool) {
+		if !names.Node.Valid(g.Pool) {
 			add(key+".pool", "%q is not a valid pool name", g.Pool)
 		}
 	}

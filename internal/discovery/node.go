@@ -4,6 +4,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // Node is one login node as discovery sees it.
@@ -33,10 +35,10 @@ type Node struct {
 // unique but means nothing to users.
 func NodeName(privateDNSHostname, instanceID string) string {
 	short, _, _ := strings.Cut(privateDNSHostname, ".")
-	if nodeNameRE.MatchString(short) {
+	if names.Node.Valid(short) {
 		return strings.ToLower(short)
 	}
-	if nodeNameRE.MatchString(instanceID) {
+	if names.Node.Valid(instanceID) {
 		return instanceID
 	}
 	return ""

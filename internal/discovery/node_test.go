@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 func TestNodeName(t *testing.T) {
@@ -31,7 +33,7 @@ func FuzzNodeName(f *testing.F) {
 	f.Add("a\x00b.c", "i-\n")
 	f.Fuzz(func(t *testing.T, host, id string) {
 		n := NodeName(host, id)
-		if n != "" && !nodeNameRE.MatchString(n) {
+		if n != "" && !names.Node.Valid(n) {
 			t.Fatalf("NodeName(%q, %q) = %q: not a valid node name", host, id, n)
 		}
 		if a := sshAddr(host, 22); a != "" && !strings.HasSuffix(a, ":22") {

@@ -27,6 +27,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 	"github.com/frontdoor-hpc/frontdoor/internal/proxy"
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
 	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
@@ -503,7 +504,7 @@ func (g *Gateway) Drain(node string, drain bool, by string) error {
 	if g.cluster == nil {
 		return ErrNoCluster
 	}
-	if !config.ValidNodeName(node) {
+	if !names.Node.Valid(node) {
 		return fmt.Errorf("invalid node name %q", node)
 	}
 	// A typo must not "succeed" by draining nothing. Undrain stays allowed

@@ -24,6 +24,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 func TestSplitUser(t *testing.T) {
@@ -63,7 +64,7 @@ func FuzzSplitUser(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if u == "" || (n != "" && !config.ValidNodeName(n)) {
+		if u == "" || (n != "" && !names.Node.Valid(n)) {
 			t.Fatalf("SplitUser(%q) = %q, %q", s, u, n)
 		}
 		if n != "" && u+"+"+n != s || n == "" && u != s {

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // SplitUser splits "user+node" into its parts. The user part is returned as
@@ -17,7 +17,7 @@ import (
 func SplitUser(s string) (user, node string, err error) {
 	if i := strings.LastIndexByte(s, '+'); i >= 0 {
 		user, node = s[:i], s[i+1:]
-		if !config.ValidNodeName(node) {
+		if !names.Node.Valid(node) {
 			return "", "", fmt.Errorf("%w: invalid node name after '+'", directory.ErrInvalidName)
 		}
 	} else {

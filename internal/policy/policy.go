@@ -9,11 +9,12 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // Config is the "policy" section of the gateway configuration. Rules are
@@ -307,18 +308,6 @@ type Problem struct {
 	Key, Msg string
 }
 
-var (
-	poolName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-	// slurmName is what frontdoor will pass to sacctmgr as an account,
-	// partition, QOS or GPU type: no spaces, commas, '=' or quotes.
-	slurmName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
-	// slurmLower is an account, QOS or user name: sacctmgr lower-cases
-	// them, so frontdoor insists on lower case; gpuType is a GRES type.
-	slurmLower = regexp.MustCompile(`^[a-z0-9_][a-z0-9_.-]{0,59}$`)
-	gpuType    = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
-	hostName   = regexp.MustCompile(`^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62})?)*$`)
-)
-
 // Known is what the rest of the configuration defines, for checking the
 // names rules use. A nil list is not checked.
 type Known struct {
@@ -330,15 +319,15 @@ type Known struct {
 func (c Config) Validate(known Known) []Problem {
 	var ps []Problem
 	add := func(key, format string, args ...any) { ps = append(ps, Problem{key, fmt.Sprintf(format, args...)}) }
-	names := map[string]int{}
+	ruleNames := map[string]int{}
 	accountGPUs := map[string]int{} // account → rule index first limiting it
 	for i, r := range c.Rules {
 		key := fmt.Sprintf("rules[%d]", i)
 		if r.Name != "" {
-			if j, dup := names[strings.ToLower(r.Name)]; dup {
+			if j, dup := ruleNames[strings.ToLower(r.Name)]; dup {
 				add(key+".name", "%q is also the name of rules[%d]", r.Name, j)
 			}
-			names[strings.ToLower(r.Name)] = i
+			ruleNames[strings.ToLower(r.Name)] = i
 		}
 		if len(r.Users) == 0 && len(r.Groups) == 0 {
 			add(key, "a rule needs users or groups to match (use groups: [\"*\"] for everyone)")
@@ -348,7 +337,7 @@ func (c Config) Validate(known Known) []Problem {
 		}
 		for j, p := range r.Pools {
 			switch {
-			case !poolName.MatchString(p):
+			case !names.Node.Valid(p):
 				add(fmt.Sprintf("%s.pools[%d]", key, j), "%q is not a valid pool name", p)
 			case known.Pools != nil && !slices.Contains(known.Pools, p):
 				add(fmt.Sprintf("%s.pools[%d]", key, j), "pool %q has no login nodes (pools: %s)", p, listOr(known.Pools))
@@ -413,17 +402,17 @@ func (c Config) Validate(known Known) []Problem {
 func (s *Slurm) problems(key, rule string, known Known) []Problem {
 	var ps []Problem
 	add := func(k, format string, args ...any) { ps = append(ps, Problem{k, fmt.Sprintf(format, args...)}) }
-	if rule == "" || !slurmLower.MatchString(rule) {
+	if !names.SlurmAccount.Valid(rule) || !names.SlurmAccount.Valid(QOSName(rule)) {
 		add(key, "a rule with a slurm section needs a name usable in Slurm (lower-case letters, digits, '_', '-', '.'): frontdoor names its QOS after it")
 	}
 	if s.Account == "" {
 		add(key+".account", "required")
-	} else if !slurmLower.MatchString(s.Account) {
+	} else if !names.SlurmAccount.Valid(s.Account) {
 		add(key+".account", "%q is not a valid Slurm account name (lower-case letters, digits, '_', '-', '.')", s.Account)
 	}
 	for j, p := range s.Partitions {
 		switch {
-		case !slurmName.MatchString(p):
+		case !names.SlurmName.Valid(p):
 			add(fmt.Sprintf("%s.partitions[%d]", key, j), "%q is not a valid partition name", p)
 		case known.Partitions != nil && !slices.Contains(known.Partitions, p):
 			add(fmt.Sprintf("%s.partitions[%d]", key, j), "partition %q is not in slurm.partitions (%s)", p, listOr(known.Partitions))
@@ -435,12 +424,12 @@ func (s *Slurm) problems(key, rule string, known Known) []Problem {
 			add(key+".default_partition", "%q is not one of this rule's partitions", d)
 		case known.Partitions != nil && !slices.Contains(known.Partitions, d):
 			add(key+".default_partition", "partition %q is not in slurm.partitions (%s)", d, listOr(known.Partitions))
-		case !slurmName.MatchString(d):
+		case !names.SlurmName.Valid(d):
 			add(key+".default_partition", "%q is not a valid partition name", d)
 		}
 	}
 	for j, q := range s.QOS {
-		if !slurmLower.MatchString(q) {
+		if !names.SlurmAccount.Valid(q) {
 			add(fmt.Sprintf("%s.qos[%d]", key, j), "%q is not a valid QOS name", q)
 		}
 	}
@@ -449,7 +438,7 @@ func (s *Slurm) problems(key, rule string, known Known) []Problem {
 	}
 	for name, m := range map[string]map[string]int{"gpus_per_user_by_type": s.GPUsPerUserByType, "gpus_per_account_by_type": s.GPUsPerAccountByType} {
 		for t, n := range m {
-			if !gpuType.MatchString(t) {
+			if !names.GPUType.Valid(t) {
 				add(key+"."+name, "%q is not a valid GPU type", t)
 			}
 			if n < 0 {
@@ -492,7 +481,7 @@ func validDestination(d string) bool {
 	if _, err := netip.ParsePrefix(d); err == nil {
 		return true
 	}
-	return len(d) <= 253 && hostName.MatchString(d)
+	return names.Host.Valid(strings.TrimPrefix(d, "*."))
 }
 
 func listOr(xs []string) string {

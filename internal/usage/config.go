@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"sort"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // Config is the `usage:` section of the gateway configuration: what things
@@ -93,9 +95,7 @@ func (c Config) Defaults() Config {
 var (
 	// instanceTypeRE: ml.p5.48xlarge, p4d.24xlarge.
 	instanceTypeRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*(\.[a-z0-9-]+)+$`)
-	// slurmNameRE is a Slurm account or partition name.
-	slurmNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
-	currencyRE  = regexp.MustCompile(`^[A-Z]{3}$`)
+	currencyRE     = regexp.MustCompile(`^[A-Z]{3}$`)
 )
 
 // Validate reports a section that cannot work, each error as
@@ -127,8 +127,8 @@ func (c Config) Validate() error {
 	for _, p := range sortedKeys(c.Rates.Partitions) {
 		it := c.Rates.Partitions[p]
 		key := "rates.partitions." + p
-		if !slurmNameRE.MatchString(p) {
-			add(key, "%q is not a Slurm partition name", p)
+		if !names.SlurmName.Valid(p) {
+			add(key, "%q is not a Slurm partition name (%s)", p, names.SlurmName.Syntax)
 		}
 		if _, ok := c.Rates.InstanceTypes[it]; !ok {
 			add(key, "instance type %q is not in rates.instance_types", it)
@@ -139,8 +139,8 @@ func (c Config) Validate() error {
 	for _, a := range sortedKeys(c.Budgets) {
 		b := c.Budgets[a]
 		key := "budgets." + a
-		if !slurmNameRE.MatchString(a) {
-			add(key, "%q is not a Slurm account name", a)
+		if !names.SlurmAccount.Valid(a) {
+			add(key, "%q is not a Slurm account name (%s)", a, names.SlurmAccount.Syntax)
 		}
 		if math.IsNaN(b.Monthly) || b.Monthly <= 0 || b.Monthly > 1e12 {
 			add(key+".monthly", "must be a positive amount")

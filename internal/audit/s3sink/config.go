@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // Config is the `audit.s3:` section of the gateway configuration.
@@ -68,20 +70,8 @@ func (c Config) Defaults() Config {
 	return c
 }
 
-var (
-	// S3's bucket naming rules (no dots: virtual-host TLS breaks with them
-	// anyway, and they are discouraged).
-	bucketRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
-	prefixRE = regexp.MustCompile(`^[A-Za-z0-9!_.*'()/-]{1,512}$`)
-	regionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$`)
-	// gatewayRE is what a gateway name must look like to be part of an
-	// object key and a spool file name.
-	gatewayRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
-)
-
-// ValidGatewayName reports whether name can be part of object keys and
-// spool file names.
-func ValidGatewayName(name string) bool { return gatewayRE.MatchString(name) }
+// prefixRE is a key prefix S3 stores and lists without escaping.
+var prefixRE = regexp.MustCompile(`^[A-Za-z0-9!_.*'()/-]{1,512}$`)
 
 // Validate reports a configuration that cannot work, each error as
 // "audit.s3.key: problem" (errors.Join'ed).
@@ -92,13 +82,13 @@ func (c Config) Validate() error {
 	}
 	if c.Bucket == "" {
 		add("bucket", "required")
-	} else if !bucketRE.MatchString(c.Bucket) || strings.Contains(c.Bucket, "..") {
-		add("bucket", "%q is not an S3 bucket name (lower-case letters, digits, '-', '.', 3-63)", c.Bucket)
+	} else if !names.S3Bucket.Valid(c.Bucket) {
+		add("bucket", "%q is not an S3 bucket name (%s)", c.Bucket, names.S3Bucket.Syntax)
 	}
 	if !prefixRE.MatchString(c.Prefix) || strings.Contains(c.Prefix, "//") {
 		add("prefix", "%q is not a safe key prefix (letters, digits, '/', '-', '_', '.')", c.Prefix)
 	}
-	if c.Region != "" && !regionRE.MatchString(c.Region) {
+	if c.Region != "" && !names.AWSRegion.Valid(c.Region) {
 		add("region", "%q is not an AWS region name (like us-west-2)", c.Region)
 	}
 	if c.Endpoint != "" {

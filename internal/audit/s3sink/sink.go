@@ -34,6 +34,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // Options are the parts of a Sink built outside it.
@@ -91,7 +92,7 @@ func New(ctx context.Context, cfg Config, gateway string, opts Options) (*Sink, 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if !ValidGatewayName(gateway) {
+	if !names.Gateway.Valid(gateway) {
 		return nil, fmt.Errorf("audit s3: gateway name %q cannot be part of an object key (letters, digits, '.', '-')", gateway)
 	}
 	if opts.Logger == nil {
