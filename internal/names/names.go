@@ -21,7 +21,7 @@ import (
 // Rule is one naming rule.
 type Rule struct {
 	// Syntax says what the rule allows, for error messages:
-	// "letters, digits, '.', '_', '-', not first; at most 63".
+	// "letters, digits, '.', '_', '-' (a letter or digit first); at most 63".
 	Syntax string
 	valid  func(string) bool
 }
@@ -38,7 +38,7 @@ var (
 	// login name (alice+login2), what logs, metrics labels and `frontdoor
 	// nodes` show, and an agent's gossip member name. At most 63, a DNS
 	// label's length: node names are usually host names.
-	Node = rule("letters, digits, '.', '_', '-', not first; at most 63",
+	Node = rule("letters, digits, '.', '_', '-' (a letter or digit first); at most 63",
 		`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 	// SlurmName is a Slurm partition or cluster name as frontdoor passes it
@@ -46,7 +46,7 @@ var (
 	// spaces, commas, '=' or quotes, which sacctmgr would take as
 	// separators. Case is kept: slurm.conf's partition names are. At most
 	// 64, like SlurmAccount.
-	SlurmName = rule("letters, digits, '_', '.', '-', not first; at most 64",
+	SlurmName = rule("letters, digits, '_', '.', '-' (a letter or digit first); at most 64",
 		`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 	// SlurmAccount is a Slurm account, user or QOS name that frontdoor
@@ -54,7 +54,7 @@ var (
 	// these, so a mixed-case name would never match what Slurm stores.
 	// At most 64, what frontdoor's reconciler accepts for any name it
 	// manages.
-	SlurmAccount = rule("lower-case letters, digits, '_', '.', '-', not first; at most 64",
+	SlurmAccount = rule("lower-case letters, digits, '_', '.', '-' ('.' and '-' not first); at most 64",
 		`^[a-z0-9_][a-z0-9_.-]{0,63}$`)
 
 	// GPUType is a GRES type (h100, a100_80g) in gres/gpu:TYPE. At most 32.
@@ -63,7 +63,7 @@ var (
 	// Gateway is a gateway's name where it becomes part of an audit
 	// object key and a spool file name: no '_' (the spool's separator) and
 	// no '/'. At most 63, a DNS label: gateway names are host names.
-	Gateway = rule("letters, digits, '.', '-', not first; at most 63",
+	Gateway = rule("letters, digits, '.', '-' (a letter or digit first); at most 63",
 		`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
 
 	// User is a user name in the static directory: POSIX-portable and
@@ -74,7 +74,7 @@ var (
 
 	// Token is the name of an admin API bearer token, recorded as the
 	// admin who acted; '@' lets it be an e-mail address. At most 64.
-	Token = rule("letters, digits, '.', '_', '@', '-', not first; at most 64",
+	Token = rule("letters, digits, '.', '_', '@', '-' (a letter or digit first); at most 64",
 		`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
 	// AWSRegion is an AWS region name such as us-west-2 or
