@@ -12,8 +12,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
-	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
-	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/discovery"
 )
 
@@ -46,7 +45,7 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Assemble
 	if log == nil {
 		log = slog.Default()
 	}
-	dir, err := OpenDirectory(cfg, log)
+	dir, err := source.Open(cfg.Directory, log)
 	if err != nil {
 		return nil, fmt.Errorf("directory: %w", err)
 	}
@@ -57,8 +56,8 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Assemble
 		return nil, err
 	}
 	inv := newInventory(cfg.Nodes, nk, log.With("component", "inventory"))
-	if cfg.DiscoveryEnabled() {
-		if a.Discovery, err = discovery.New(ctx, cfg.Discovery, discovery.Options{Logger: log.With("component", "discovery")}); err != nil {
+	if cfg.Discovery != nil {
+		if a.Discovery, err = discovery.New(ctx, *cfg.Discovery, discovery.Options{Logger: log.With("component", "discovery")}); err != nil {
 			dir.Close()
 			return nil, fmt.Errorf("discovery: %w", err)
 		}
@@ -70,16 +69,16 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Assemble
 		inv.setDiscovered(a.Discovery.Nodes())
 		a.startDiscovery(inv)
 	}
-	if cfg.ClusterEnabled() {
-		a.Cluster, err = cluster.Start(ctx, cfg.Cluster, cluster.Options{Role: cluster.RoleGateway,
+	if cfg.Cluster != nil {
+		a.Cluster, err = cluster.Start(ctx, *cfg.Cluster, cluster.Options{Role: cluster.RoleGateway,
 			Logger: log.With("component", "cluster"), Inventory: inv})
 		if err != nil {
 			a.closeParts()
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 	}
-	if cfg.AuditS3Enabled() {
-		a.AuditS3, err = s3sink.New(ctx, cfg.Audit.S3, cfg.Gateway.Name, s3sink.Options{Logger: log.With("component", "audit-s3")})
+	if cfg.Audit.S3 != nil {
+		a.AuditS3, err = s3sink.New(ctx, *cfg.Audit.S3, cfg.Gateway.Name, s3sink.Options{Logger: log.With("component", "audit-s3")})
 		if err == nil {
 			a.Audit, err = audit.Open(cfg.Audit.File, log)
 		}
@@ -91,10 +90,10 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Assemble
 	}
 	opts := Options{Logger: log, Directory: dir, Cluster: a.Cluster, Audit: a.Audit, nodeKeys: nk, inv: inv}
 	var bud *budgets
-	if cfg.SlurmEnabled() {
-		opts.GPUUsage = newSlurmUsage(cfg.Slurm)
+	if cfg.Slurm != nil {
+		opts.GPUUsage = newSlurmUsage(*cfg.Slurm)
 		if len(cfg.Usage.Budgets) > 0 {
-			bud = newBudgets(cfg.Slurm, cfg.Usage, log.With("component", "budgets"))
+			bud = newBudgets(*cfg.Slurm, cfg.Usage, log.With("component", "budgets"))
 			opts.Budget = bud.warning
 		}
 	}
@@ -115,17 +114,6 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Assemble
 		a.Gateway.Registry().MustRegister(a.AuditS3.Collectors()...)
 	}
 	return a, nil
-}
-
-// OpenDirectory builds the identity source the configuration names.
-func OpenDirectory(cfg *config.Config, log *slog.Logger) (directory.Directory, error) {
-	switch cfg.Directory.Kind {
-	case "static":
-		return static.New(cfg.Directory.Static.File)
-	case "ad":
-		return ad.New(cfg.Directory.AD, log.With("directory", "ad"))
-	}
-	return nil, fmt.Errorf("directory kind %q is not built in", cfg.Directory.Kind)
 }
 
 // Close stops the gateway (ending its sessions), leaves the cluster and

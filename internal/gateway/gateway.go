@@ -141,7 +141,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		exemptAdm:  cfg.Gateway.AdmissionExemptPrefixes(),
 		spec:       newSpecBudget(cfg.Backend.SpeculativeMax, cfg.Backend.SpeculativePerNode),
 		pwChecks:   make(chan struct{}, cfg.Gateway.MaxPasswordChecks),
-		principals: Principals{MinUID: *cfg.Backend.MinUID, Deny: cfg.Backend.DenyPrincipals},
+		principals: Principals{MinUID: cfg.Backend.MinUID, Deny: cfg.Backend.DenyPrincipals},
 		rnd:        rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		sessions:   map[string]*Session{},
 		settingUp:  map[string]int{},
@@ -321,7 +321,7 @@ func (g *Gateway) handle(ctx context.Context, nc net.Conn) {
 		defer release() // authenticated or gone: no longer a startup
 		defer stopLogin()
 		in := nc
-		if *g.cfg.Backend.Preconnect {
+		if g.cfg.Backend.Preconnect {
 			in = c.preconnectOnFirstBytes(nc)
 		}
 		var err error
@@ -397,7 +397,7 @@ func (g *Gateway) relay(ctx context.Context, c *conn, sconn *ssh.ServerConn, cha
 		Stats:             s.stats,
 		KeepaliveInterval: g.cfg.Backend.KeepaliveInterval,
 		Env:               sessionEnv(lr.policy, b.target, s.ID),
-		Banner:            sessionBanner(s.User, lr.policy, b.target, g.usage, g.cfg.Slurm.UsageTimeout, g.budgetLine),
+		Banner:            sessionBanner(s.User, lr.policy, b.target, g.usage, usageWait(g.cfg), g.budgetLine),
 		AllowDirect:       allowDirect(b.target, lr.policy.ForwardTo),
 		IdleTimeout:       lr.policy.IdleTimeout,
 		IdleWarning:       lr.policy.IdleWarning,

@@ -19,11 +19,17 @@ type slurmUsage struct{ c *slurm.UsageCache }
 
 var errUsageUnknown = errors.New("GPU use unknown: Slurm did not answer in time")
 
-func newSlurmUsage(cfg config.Slurm) slurmUsage {
-	return slurmUsage{c: &slurm.UsageCache{
-		Client: &slurm.Client{Conf: cfg.Conf, Cluster: cfg.Cluster, BinDir: cfg.BinDir, Timeout: cfg.Timeout},
-		TTL:    cfg.UsageCache, Wait: cfg.UsageTimeout,
-	}}
+func newSlurmUsage(cfg slurm.Config) slurmUsage {
+	return slurmUsage{c: &slurm.UsageCache{Client: cfg.Client(), TTL: cfg.UsageCache, Wait: cfg.UsageTimeout}}
+}
+
+// usageWait is how long a banner waits for GPU use: slurm.usage_timeout,
+// 0 without a slurm section (no GPUUsage then, nothing waits).
+func usageWait(cfg *config.Config) time.Duration {
+	if cfg.Slurm == nil {
+		return 0
+	}
+	return cfg.Slurm.UsageTimeout
 }
 
 func (s slurmUsage) GPUsHeld(ctx context.Context, user, account string) (int, int, error) {
@@ -50,9 +56,10 @@ type budgets struct {
 	spent map[string]float64
 }
 
-func newBudgets(sl config.Slurm, cfg usage.Config, log *slog.Logger) *budgets {
-	return &budgets{client: &slurm.Client{Conf: sl.Conf, Cluster: sl.Cluster, BinDir: sl.BinDir, Timeout: 2 * sl.Timeout},
-		cfg: cfg, log: log, spent: map[string]float64{}}
+func newBudgets(sl slurm.Config, cfg usage.Config, log *slog.Logger) *budgets {
+	client := sl.Client()
+	client.Timeout *= 2 // a month of jobs is a large read
+	return &budgets{client: client, cfg: cfg, log: log, spent: map[string]float64{}}
 }
 
 func (b *budgets) run(ctx context.Context) {

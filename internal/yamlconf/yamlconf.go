@@ -397,3 +397,38 @@ func friendlyType(msg string) string {
 	}
 	return fmt.Sprintf("want %s, got %s %q", want, kind, got)
 }
+
+// Locate places the problems a section's Validate returned in the file:
+// each "key: problem" (errors.Join'ed, at any depth) becomes an *Error on
+// the line of that key, or of its nearest parent the file writes ("a/b",
+// two keys at once, points at the first). A problem that does not start
+// with a key path is kept whole, on no line. Locate(file, lines, nil) is
+// nil.
+func Locate(file string, lines Lines, err error) error {
+	var out []error
+	var walk func(err error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var e *Error
+		if errors.As(err, &e) {
+			out = append(out, e)
+			return
+		}
+		key, msg, ok := strings.Cut(err.Error(), ": ")
+		if !ok || key == "" || strings.ContainsAny(key, " \t\"'") {
+			out = append(out, &Error{File: file, Msg: err.Error()})
+			return
+		}
+		first, _, _ := strings.Cut(key, "/")
+		out = append(out, &Error{File: file, Line: lines.Line(first), Key: key, Msg: msg})
+	}
+	if err != nil {
+		walk(err)
+	}
+	return errors.Join(out...)
+}

@@ -292,3 +292,42 @@ func FuzzDecodeSections(f *testing.F) {
 		}
 	})
 }
+
+func TestLocate(t *testing.T) {
+	lines, err := Decode("f.yaml", []byte("gateway:\n  name: gw1\n  listen: x\nnodes:\n  - addr: a\n"), &testConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Locate("f.yaml", lines, nil) != nil {
+		t.Error("no problem, yet an error")
+	}
+	inner := errors.Join(errors.New("nodes[0].addr: not host:port"), errors.New("nodes[0].pool: bad"))
+	got := Locate("f.yaml", lines, errors.Join(
+		errors.New("gateway.listen: not host:port"),
+		inner, // nested joins are flattened
+		errors.New("gateway.name/listen: clash"),
+		errors.New("backend.known_hosts: required"), // not written: the file, no line
+		errors.New("something went wrong: badly"),   // not a key
+		&Error{File: "other.yaml", Line: 9, Msg: "kept as it is"},
+	))
+	var all []string
+	for _, e := range got.(interface{ Unwrap() []error }).Unwrap() {
+		var ye *Error
+		if !errors.As(e, &ye) {
+			t.Errorf("%T is not an *Error", e)
+		}
+		all = append(all, e.Error())
+	}
+	want := []string{
+		"f.yaml:3: gateway.listen: not host:port",
+		"f.yaml:5: nodes[0].addr: not host:port",
+		"f.yaml:5: nodes[0].pool: bad",
+		"f.yaml:2: gateway.name/listen: clash",
+		"f.yaml: backend.known_hosts: required",
+		"f.yaml: something went wrong: badly",
+		"other.yaml:9: kept as it is",
+	}
+	if !reflect.DeepEqual(all, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(all, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -15,7 +15,8 @@ type Config struct {
 	// Bucket receives the audit objects.
 	Bucket string `yaml:"bucket"`
 	// Prefix is the key prefix: objects are
-	// PREFIX/yyyy/mm/dd/GATEWAY-SEQ.jsonl.gz. Default "audit".
+	// PREFIX/yyyy/mm/dd/GATEWAY-SEQ.jsonl.gz. Leading and trailing '/' are
+	// dropped.
 	Prefix string `yaml:"prefix"`
 	// Region is the bucket's region. Default: the SDK's chain (AWS_REGION,
 	// the profile).
@@ -32,43 +33,42 @@ type Config struct {
 	// KMSKeyID is the KMS key (ID, ARN or alias) for sse aws:kms; empty
 	// uses the account's aws/s3 key.
 	KMSKeyID string `yaml:"kms_key_id"`
-	// BatchMaxEvents closes a batch after this many events. Default 1000.
+	// BatchMaxEvents closes a batch after this many events, 1 to 1000000.
 	BatchMaxEvents int `yaml:"batch_max_events"`
 	// BatchMaxAge closes a batch this long after its first event, so
-	// records reach the bucket within about this time. Default 1m.
+	// records reach the bucket within about this time; 10ms to 24h.
 	BatchMaxAge time.Duration `yaml:"batch_max_age"`
 	// SpoolDir holds batches until they are uploaded, across restarts and
-	// crashes; it must be persistent and private to this gateway.
-	// Default /var/lib/frontdoor/audit-s3 (the systemd unit's
-	// StateDirectory, writable under ProtectSystem=strict).
+	// crashes; it must be persistent and private to this gateway. The
+	// default is the systemd unit's StateDirectory, writable under
+	// ProtectSystem=strict.
 	SpoolDir string `yaml:"spool_dir"`
-	// SpoolMaxBytes caps the spool. When it is full, new events are
-	// dropped (counted in frontdoor_audit_s3_dropped_events_total and
-	// logged as errors) until uploads make room; the audit file, if
-	// configured, still has them. Default 1 GiB.
+	// SpoolMaxBytes caps the spool, in bytes (at least 65536). When it is
+	// full, new events are dropped (counted in
+	// frontdoor_audit_s3_dropped_events_total and logged as errors) until
+	// uploads make room; the audit file, if configured, still has them.
 	SpoolMaxBytes int64 `yaml:"spool_max_bytes"`
 }
 
-// Defaults returns c with every unset field at its default.
-func (c Config) Defaults() Config {
-	if c.Prefix == "" {
-		c.Prefix = "audit"
+// DefaultConfig returns the defaults: objects under audit/, a batch every
+// 1000 events or minute, a 1 GiB spool in /var/lib/frontdoor/audit-s3.
+func DefaultConfig() Config {
+	return Config{
+		Prefix:         "audit",
+		BatchMaxEvents: 1000,
+		BatchMaxAge:    time.Minute,
+		SpoolDir:       "/var/lib/frontdoor/audit-s3",
+		SpoolMaxBytes:  1 << 30,
 	}
-	c.Prefix = strings.Trim(c.Prefix, "/")
-	if c.BatchMaxEvents == 0 {
-		c.BatchMaxEvents = 1000
-	}
-	if c.BatchMaxAge == 0 {
-		c.BatchMaxAge = time.Minute
-	}
-	if c.SpoolDir == "" {
-		c.SpoolDir = "/var/lib/frontdoor/audit-s3"
-	}
-	if c.SpoolMaxBytes == 0 {
-		c.SpoolMaxBytes = 1 << 30
-	}
-	return c
 }
+
+// SetDefaults sets c to DefaultConfig (yamlconf.Defaulter: an audit.s3
+// section the file has starts from it).
+func (c *Config) SetDefaults() { *c = DefaultConfig() }
+
+// Derive normalises what the file wrote, after decoding
+// (yamlconf.Deriver): Prefix loses leading and trailing '/'.
+func (c *Config) Derive() { c.Prefix = strings.Trim(c.Prefix, "/") }
 
 // prefixRE is a key prefix S3 stores and lists without escaping.
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9!_.*'()/-]{1,512}$`)

@@ -88,7 +88,6 @@ type Sink struct {
 // New opens the spool (uploading what an earlier run left there) and
 // starts shipping. gateway names this gateway in object keys.
 func New(ctx context.Context, cfg Config, gateway string, opts Options) (*Sink, error) {
-	cfg = cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
