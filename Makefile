@@ -7,6 +7,7 @@
 #   make bench   benchmarks; results in bench/results/, summary in BENCHMARKS.md
 #                (RELAYBENCH_FLAGS=--quick: the relay bench in a few minutes)
 #   make lint    gofmt + go vet
+#   make docs    docs/configuration.md, from the configuration types and their comments
 
 SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(PATH)
@@ -22,7 +23,7 @@ APT_PACKAGES := openssh-server openssh-client rsync socat samba samba-ad-provisi
 	slurmctld slurmd slurmdbd slurm-client munge mariadb-server \
 	chromium fonts-dejavu-core
 
-.PHONY: deps build test run bench lint clean
+.PHONY: deps build test run bench lint docs clean
 
 deps:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
@@ -56,6 +57,11 @@ bench: build
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' ':!third_party/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+# The configuration reference is generated from the code; a test
+# (internal/confdoc) fails when it is stale.
+docs:
+	$(GO) run ./internal/confdoc/gen
 
 clean:
 	rm -rf bin
