@@ -104,7 +104,7 @@ if [ -n "$moving" ]; then
 	echo "golang.org/x/crypto: $pin_ver (pinned) -> $ver ($sum)"
 	read -r old _ _ < <(xc_download "$pin_ver" "$pin_sum" || echo "")
 	[ -n "$old" ] || exit 1
-	report=$(mktemp -d "${TMPDIR:-/tmp}/x-crypto-$ver.XXXXXX")
+	report=$(mktemp -d -t "x-crypto-$ver.XXXXXX")
 	changed=$(diff -r -q "$old" "$src" | wc -l || true)
 	changed_ssh=$(diff -r -q "$old/ssh" "$src/ssh" |
 		sed -E "s#^Files $old/([^ ]*) and .*#\1#; s#^Only in $old/(.*): (.*)#\1/\2 (gone in $ver)#; s#^Only in $src/(.*): (.*)#\1/\2 (new in $ver)#" |
