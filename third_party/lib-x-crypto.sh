@@ -1,4 +1,4 @@
-# Shared by update-x-crypto.sh and check-x-crypto.sh (sourced, not run).
+# Shared by the x-crypto scripts in this directory (sourced, not run).
 #
 # How third_party/x-crypto and test/adversarial/internal/rawssh are made
 # from the pinned golang.org/x/crypto, in one place, so that the script that
