@@ -33,9 +33,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
-	"github.com/frontdoor-hpc/frontdoor/internal/route"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
+	"github.com/frontdoor-hpc/frontdoor/internal/route"
 )
 
 func main() {
@@ -294,11 +296,11 @@ func (inv *benchInventory) add(name string) (ssh.Signer, error) {
 	return s, nil
 }
 
-func (inv *benchInventory) Node(name string) (cluster.InventoryNode, bool) {
+func (inv *benchInventory) Node(name string) (node.Node, bool) {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	_, ok := inv.keys[name]
-	return cluster.InventoryNode{Name: name, Addr: name + ":22", Pool: "general"}, ok
+	return node.Node{Name: name, Addr: name + ":22", Pool: "general"}, ok
 }
 
 func (inv *benchInventory) CheckHostKey(name string, key ssh.PublicKey) error {
@@ -466,7 +468,7 @@ func candidates(nodes []route.Node, now time.Time, cfg route.Config) []string {
 	var out []string
 	for _, v := range d.Verdicts {
 		if v.Candidate {
-			out = append(out, v.Node)
+			out = append(out, v.Node.Name)
 		}
 	}
 	return out
@@ -622,7 +624,7 @@ func (b *bench) burst(ctx context.Context, scenario string, logins int, rate flo
 					failed.Add(1)
 					continue
 				}
-				node := d.Order[0]
+				node := d.Order[0].Name
 				gw.NoteRouted(node)
 				a := b.agents[idx[node]]
 				a.mu.Lock()
@@ -670,17 +672,17 @@ func (b *bench) sticky(ctx context.Context) (StickyResult, error) {
 		if err != nil {
 			return false, err
 		}
-		if d.Order[0] != l.node && os.Getenv("BENCH_DEBUG") != "" {
+		if d.Order[0].Name != l.node && os.Getenv("BENCH_DEBUG") != "" {
 			why := ""
 			for _, v := range d.Verdicts {
-				if v.Node == l.node {
+				if v.Node.Name == l.node {
 					why = v.Why
 				}
 			}
 			a := other.Affinity(l.user)
 			logf("debug sticky miss %s via %s: was %s, affinity %+v, reason %q, verdict %q", l.user, other.Name(), l.node, a, d.Reason, why)
 		}
-		return d.Order[0] == l.node, nil
+		return d.Order[0].Name == l.node, nil
 	}
 	var live, after int
 	for _, l := range ls {

@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/assembly"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
-	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurm"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurmsync"
 )
@@ -55,7 +55,7 @@ func openSlurmEnv(path string, verbose bool) (*slurmEnv, error) {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	d, err := gateway.OpenDirectory(cfg, log)
+	d, err := assembly.OpenDirectory(cfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("directory: %w", err)
 	}

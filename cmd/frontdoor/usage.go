@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/assembly"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit/s3sink"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
-	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurm"
 	fdusage "github.com/frontdoor-hpc/frontdoor/internal/usage"
 )
@@ -208,7 +208,7 @@ func classify(ctx context.Context, cfg *config.Config, log *slog.Logger, in fdus
 	if len(users) == 0 {
 		return nil, nil, nil, nil
 	}
-	dir, err := gateway.OpenDirectory(cfg, log)
+	dir, err := assembly.OpenDirectory(cfg, log)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("directory (needed for --by group; --by account needs none): %w", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
 // A gateway may list no nodes when discovery finds them.
@@ -75,7 +77,7 @@ func FuzzParseDiscovery(f *testing.F) {
 			t.Fatalf("accepted a discovery section that cannot work: %+v", d)
 		}
 		for _, g := range d.InstanceGroups {
-			if !ValidNodeName(g.Pool) {
+			if !node.ValidName(g.Pool) {
 				t.Fatalf("accepted pool %q", g.Pool)
 			}
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
 	"github.com/frontdoor-hpc/frontdoor/internal/discovery"
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
 	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
@@ -35,10 +36,10 @@ const DefaultPath = "/etc/frontdoor/gateway.yaml"
 // Config is the whole gateway configuration. Zero values mean "use the
 // default"; Load fills defaults in and validates.
 type Config struct {
-	Gateway   Gateway   `yaml:"gateway"`
-	Backend   Backend   `yaml:"backend"`
-	Directory Directory `yaml:"directory"`
-	Nodes     []Node    `yaml:"nodes"`
+	Gateway   Gateway     `yaml:"gateway"`
+	Backend   Backend     `yaml:"backend"`
+	Directory Directory   `yaml:"directory"`
+	Nodes     []node.Node `yaml:"nodes"`
 	// Discovery finds login nodes through the SageMaker HyperPod API, in
 	// addition to Nodes (see internal/discovery).
 	Discovery discovery.Config `yaml:"discovery"`
@@ -101,12 +102,7 @@ func (c *Config) SlurmEnabled() bool { return c.lines["slurm"] > 0 }
 
 // Pools lists the pools of the configured nodes, sorted.
 func (c *Config) Pools() []string {
-	var out []string
-	for _, n := range c.Nodes {
-		if !slices.Contains(out, n.Pool) {
-			out = append(out, n.Pool)
-		}
-	}
+	out := node.Pools(c.Nodes)
 	slices.Sort(out)
 	return out
 }
@@ -292,16 +288,6 @@ type Directory struct {
 // StaticDirectory is a YAML file of users; see configs/users.yaml.
 type StaticDirectory struct {
 	File string `yaml:"file"`
-}
-
-// Node is a login node known from the configuration.
-type Node struct {
-	// Name is what users type after "+" and what logs show.
-	Name string `yaml:"name"`
-	// Addr is the node's sshd, host:port.
-	Addr string `yaml:"addr"`
-	// Pool groups nodes; policy rules grant pools.
-	Pool string `yaml:"pool"`
 }
 
 // Audit configures the audit trail.
@@ -513,7 +499,7 @@ func (c *Config) setDefaults() {
 	c.Usage = c.Usage.Defaults()
 	for i := range c.Nodes {
 		if c.Nodes[i].Pool == "" {
-			c.Nodes[i].Pool = "default"
+			c.Nodes[i].Pool = node.DefaultPool
 		}
 	}
 	if c.lines["cluster.name"] == 0 {
@@ -596,12 +582,6 @@ func DefaultDenyPrincipals() []string {
 		"sync", "games", "man", "lp", "mail", "news", "uucp", "proxy", "www-data", "backup", "list", "irc",
 		"nobody", "sshd", "systemd-network", "systemd-resolve", "messagebus", "syslog", "_apt", "mysql"}
 }
-
-// nodeName is what may follow "+" in a login name and appear in logs.
-var nodeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-
-// ValidNodeName reports whether s is an acceptable node name.
-func ValidNodeName(s string) bool { return nodeName.MatchString(s) }
 
 func (c *Config) validate() error {
 	var errs []error
@@ -702,19 +682,13 @@ func (c *Config) validate() error {
 	seen := map[string]bool{}
 	for i, n := range c.Nodes {
 		key := fmt.Sprintf("nodes[%d]", i)
-		if !ValidNodeName(n.Name) {
-			add(c.Errorf(key+".name", "%q is not a valid node name (letters, digits, '.', '_', '-')", n.Name))
+		for _, p := range n.Validate() {
+			add(c.Errorf(key+"."+p.Key, "%s", p.Msg))
 		}
 		if seen[n.Name] {
 			add(c.Errorf(key+".name", "duplicate node name %q", n.Name))
 		}
 		seen[n.Name] = true
-		if _, _, err := net.SplitHostPort(n.Addr); err != nil {
-			add(c.Errorf(key+".addr", "not host:port: %v", err))
-		}
-		if !ValidNodeName(n.Pool) {
-			add(c.Errorf(key+".pool", "%q is not a valid pool name", n.Pool))
-		}
 	}
 	if c.ClusterEnabled() {
 		if err := c.Cluster.ValidateFor(cluster.RoleGateway); err != nil {
