@@ -35,10 +35,10 @@ func (e *BackendError) Unwrap() error { return e.Err }
 
 // backend is an authenticated SSH connection to a login node.
 type backend struct {
-	target node.Node
-	nodeConn   ssh.Conn
-	chans  <-chan ssh.NewChannel
-	reqs   <-chan *ssh.Request
+	target   node.Node
+	nodeConn ssh.Conn
+	chans    <-chan ssh.NewChannel
+	reqs     <-chan *ssh.Request
 }
 
 func (b *backend) close() {
@@ -90,7 +90,7 @@ func startDial(ctx context.Context, t node.Node, p dialParams, pre *preconn) *pe
 type preconn struct {
 	target node.Node
 	done   chan struct{}
-	tcp   net.Conn
+	tcp    net.Conn
 	err    error
 	budget func() // returns the speculative budget, once
 }
