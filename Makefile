@@ -18,7 +18,7 @@ STATE_DIR ?= $(CURDIR)/.stack
 # Debian packages: OpenSSH server and client for the login nodes and the
 # tests' clients, rsync/socat for the tests, Samba for a real AD domain
 # controller, Slurm with accounting (munge, MariaDB, slurmdbd) for the
-# reconciler tests. No winbind: login-node users stay in /etc/passwd (see README).
+# reconciler tests. No winbind: login-node users stay in /etc/passwd (see docs/testing.md).
 APT_PACKAGES := openssh-server openssh-client rsync socat samba samba-ad-provision samba-dsdb-modules samba-vfs-modules ldb-tools \
 	ca-certificates procps psmisc iproute2 curl \
 	slurmctld slurmd slurmdbd slurm-client munge mariadb-server \
