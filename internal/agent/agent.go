@@ -26,8 +26,10 @@ import (
 	"math"
 	"time"
 
-	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
+	"github.com/frontdoor-hpc/frontdoor/internal/sshprobe"
 )
 
 // Run joins the cluster and publishes health until ctx is cancelled, then
@@ -124,7 +126,7 @@ func (a *agent) measure(ctx context.Context) (cluster.Health, error) {
 		return cluster.Health{}, err
 	}
 	up := true
-	if err := ProbeSSHD(ctx, a.cfg.ProbeAddr, a.cfg.ProbeTimeout); err != nil {
+	if err := sshprobe.Probe(ctx, a.cfg.ProbeAddr, a.cfg.ProbeTimeout); err != nil {
 		if a.last.SSHDUp || a.published.IsZero() {
 			a.log.Warn("agent: sshd not answering", "err", err)
 		}

@@ -63,40 +63,6 @@ func writeFile(t *testing.T, path, body string) {
 	}
 }
 
-func TestProbeSSHD(t *testing.T) {
-	ctx := t.Context()
-	if err := ProbeSSHD(ctx, banner(t, "SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n"), time.Second); err != nil {
-		t.Errorf("real banner: %v", err)
-	}
-	if err := ProbeSSHD(ctx, banner(t, "hello\r\nSSH-2.0-x\r\n"), time.Second); err != nil {
-		t.Errorf("banner after other lines: %v", err)
-	}
-	if err := ProbeSSHD(ctx, banner(t, "HTTP/1.1 400 Bad Request\r\n"), time.Second); !errors.Is(err, ErrNoBanner) {
-		t.Errorf("http: %v", err)
-	}
-	if err := ProbeSSHD(ctx, banner(t, "SSH-1.5-old\r\n"), time.Second); !errors.Is(err, ErrNoBanner) {
-		t.Errorf("ssh1: %v", err)
-	}
-	// A listener that never writes: the timeout decides.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	start := time.Now()
-	if err := ProbeSSHD(ctx, ln.Addr().String(), 200*time.Millisecond); err == nil {
-		t.Error("silent server accepted")
-	}
-	if time.Since(start) > 2*time.Second {
-		t.Error("timeout not honoured")
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	if err := ProbeSSHD(ctx, addr, time.Second); err == nil {
-		t.Error("closed port accepted")
-	}
-}
-
 func TestFileSource(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "m.json")
 	writeFile(t, p, `{"load1": 3.5, "cpus": 8, "mem_avail_frac": 0.4, "sessions": 12, "users": 5, "has_psi": true, "cpu_pressure": 0.2}`)

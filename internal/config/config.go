@@ -16,7 +16,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +25,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/discovery"
 	"github.com/frontdoor-hpc/frontdoor/internal/names"
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurm"
@@ -50,7 +50,7 @@ type Config struct {
 	// Nodes are the login nodes known from the configuration. With a
 	// cluster section they are the inventory: health is taken only for
 	// nodes listed here (or found by discovery).
-	Nodes []Node `yaml:"nodes"`
+	Nodes []node.Node `yaml:"nodes"`
 	// Discovery finds login nodes through the SageMaker HyperPod API, in
 	// addition to Nodes.
 	Discovery *discovery.Config `yaml:"discovery"`
@@ -107,23 +107,6 @@ func (c *Config) Derive() {
 	}
 }
 
-// Node is a login node known from the configuration.
-type Node struct {
-	// Name is what users type after "+" and what logs show.
-	Name string `yaml:"name"`
-	// Addr is the node's sshd, host:port.
-	Addr string `yaml:"addr"`
-	// Pool groups nodes; policy rules grant pools.
-	Pool string `yaml:"pool"`
-}
-
-// DefaultPool is the pool of a node that names none.
-const DefaultPool = "default"
-
-// SetDefaults sets n to a node's defaults (yamlconf.Defaulter: every
-// nodes entry starts from them).
-func (n *Node) SetDefaults() { *n = Node{Pool: DefaultPool} }
-
 // Audit configures the audit trail.
 type Audit struct {
 	// File receives one JSON object per line. Empty: audit events go to the
@@ -159,12 +142,7 @@ func (l Log) Validate() error {
 
 // Pools lists the pools of the configured nodes, sorted.
 func (c *Config) Pools() []string {
-	var out []string
-	for _, n := range c.Nodes {
-		if !slices.Contains(out, n.Pool) {
-			out = append(out, n.Pool)
-		}
-	}
+	out := node.Pools(c.Nodes)
 	slices.Sort(out)
 	return out
 }
@@ -257,19 +235,13 @@ func (c *Config) validate() error {
 	seen := map[string]bool{}
 	for i, n := range c.Nodes {
 		key := fmt.Sprintf("nodes[%d]", i)
-		if !names.Node.Valid(n.Name) {
-			add(c.Errorf(key+".name", "%q is not a valid node name (%s)", n.Name, names.Node.Syntax))
+		for _, p := range n.Validate() {
+			add(c.Errorf(key+"."+p.Key, "%s", p.Msg))
 		}
 		if seen[n.Name] {
 			add(c.Errorf(key+".name", "duplicate node name %q", n.Name))
 		}
 		seen[n.Name] = true
-		if _, _, err := net.SplitHostPort(n.Addr); err != nil {
-			add(c.Errorf(key+".addr", "not host:port: %v", err))
-		}
-		if !names.Node.Valid(n.Pool) {
-			add(c.Errorf(key+".pool", "%q is not a valid pool name (%s)", n.Pool, names.Node.Syntax))
-		}
 	}
 	if c.Cluster != nil {
 		section(c.Cluster.ValidateFor(cluster.RoleGateway))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurm"
 )
@@ -153,8 +154,8 @@ func TestDefaultsAreValid(t *testing.T) {
 	c.Gateway.HostKeys, c.Gateway.UserCAKey = []string{"/k"}, "/ca"
 	c.Backend.KnownHosts = []string{"/kh"}
 	c.Directory.Static.File = "/users.yaml"
-	c.Nodes = []Node{{Name: "login1", Addr: "10.0.0.1:22", Pool: DefaultPool}}
-	c.Policy.Rules = []policy.Rule{{Name: "all", Groups: []string{"*"}, Pools: []string{DefaultPool}}}
+	c.Nodes = []node.Node{{Name: "login1", Addr: "10.0.0.1:22", Pool: node.DefaultPool}}
+	c.Policy.Rules = []policy.Rule{{Name: "all", Groups: []string{"*"}, Pools: []string{node.DefaultPool}}}
 	sl := slurm.DefaultConfig()
 	c.Slurm = &sl
 	cl := cluster.DefaultConfig()
@@ -236,7 +237,7 @@ func TestNodeDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Nodes[0].Pool != "general" || c.Nodes[1].Pool != DefaultPool {
+	if c.Nodes[0].Pool != "general" || c.Nodes[1].Pool != node.DefaultPool {
 		t.Errorf("pools %+v", c.Nodes)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/awsclient"
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
 // API is the part of the SageMaker client discovery uses; the SDK's
@@ -212,7 +213,7 @@ func (s *Source) refresh(ctx context.Context) ([]Node, error) {
 			if sum.InstanceStatus != nil {
 				status, msg = string(sum.InstanceStatus.Status), aws.ToString(sum.InstanceStatus.Message)
 			}
-			n := Node{InstanceID: id, Pool: pool, Status: status, InstanceType: string(sum.InstanceType)}
+			n := Node{Node: node.Node{Pool: pool}, InstanceID: id, Status: status, InstanceType: string(sum.InstanceType)}
 			n.Eligible, n.Reason = eligibility(status, msg)
 			d, err := s.describe(ctx, id)
 			if err != nil {

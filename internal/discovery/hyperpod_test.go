@@ -16,6 +16,7 @@ import (
 
 	"github.com/frontdoor-hpc/frontdoor/internal/discovery"
 	"github.com/frontdoor-hpc/frontdoor/internal/discovery/discoverytest"
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
 // TestMain gives the SDK's default credential chain the fake's keys
@@ -115,7 +116,7 @@ func TestHyperPodLifecycle(t *testing.T) {
 	}
 	m := byID(nodes)
 	a := m["i-0aaa00000000000a1"]
-	want := discovery.Node{Name: "ip-10-1-0-11", InstanceID: "i-0aaa00000000000a1", Addr: "10.1.0.11:22", Pool: "general",
+	want := discovery.Node{Node: node.Node{Name: "ip-10-1-0-11", Addr: "10.1.0.11:22", Pool: "general"}, InstanceID: "i-0aaa00000000000a1",
 		InstanceType: "ml.m5.2xlarge", Status: "Running", Eligible: true}
 	if a != want {
 		t.Errorf("running node = %+v, want %+v", a, want)

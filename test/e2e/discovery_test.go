@@ -54,7 +54,7 @@ func TestDiscoveredNodes(t *testing.T) {
 	defer g.Close()
 	c := g.Client(alice)
 	notTaking := func(want bool) error {
-		for _, n := range g.Server().Nodes() {
+		for _, n := range g.Parts().Nodes() {
 			if n.Name == "login1" {
 				if (n.NotTaking != "") != want {
 					return fmt.Errorf("login1: %+v", n)
@@ -62,7 +62,7 @@ func TestDiscoveredNodes(t *testing.T) {
 				return nil
 			}
 		}
-		return fmt.Errorf("login1 not listed: %+v", g.Server().Nodes())
+		return fmt.Errorf("login1 not listed: %+v", g.Parts().Nodes())
 	}
 
 	// Pending: listed with the reason, no logins.

@@ -13,11 +13,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"testing"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/assembly"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/ca"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
@@ -300,21 +303,26 @@ type GatewayOptions struct {
 	Logger *slog.Logger
 }
 
-// Gateway is a frontdoor gateway running in this process on 127.0.0.1.
+// Gateway is a frontdoor gateway running in this process on 127.0.0.1,
+// built and run by internal/assembly exactly as `frontdoor gateway` runs:
+// directory, inventory, gossip, audit, the SSH server, the admin API, the
+// listeners and GC tuning.
 type Gateway struct {
-	srv        *gateway.Assembled
-	cfg        *config.Config
-	ln         net.Listener
+	srv        *assembly.Gateway
 	hostKey    ssh.PublicKey
 	knownHosts string
 	logFile    *os.File
-	served     chan error
+	stop       context.CancelFunc
+	ran        chan error
+	closeOnce  sync.Once
+	closeErr   error
 }
 
-// StartGateway writes the configuration, builds the gateway exactly as
-// `frontdoor gateway` does (config.Load, gateway.Build) and
-// serves it on a free port of 127.0.0.1. ctx bounds the gateway's life as
-// well; Close stops it and waits.
+// StartGateway writes the configuration, loads it with config.Load and
+// builds, listens and runs the gateway through internal/assembly, as the
+// binary does. ctx bounds the gateway's life as well; Close stops it and
+// waits. Tests that own their gateway use NewGateway, which closes it when
+// the test ends.
 func StartGateway(ctx context.Context, o GatewayOptions) (*Gateway, error) {
 	path, err := WriteGatewayConfig(o.Dir, o.Config)
 	if err != nil {
@@ -324,7 +332,7 @@ func StartGateway(ctx context.Context, o GatewayOptions) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("harness: gateway config: %w", err)
 	}
-	g := &Gateway{cfg: cfg, hostKey: o.Config.Keys.HostPublicKey, served: make(chan error, 1)}
+	g := &Gateway{hostKey: o.Config.Keys.HostPublicKey, ran: make(chan error, 1)}
 	log := o.Logger
 	if log == nil {
 		if g.logFile, err = os.OpenFile(filepath.Join(o.Dir, "gateway.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
@@ -333,42 +341,67 @@ func StartGateway(ctx context.Context, o GatewayOptions) (*Gateway, error) {
 		log = slog.New(slog.NewJSONHandler(g.logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	fail := func(err error) (*Gateway, error) {
+		if g.srv != nil {
+			g.srv.Close()
+		}
 		if g.logFile != nil {
 			g.logFile.Close()
 		}
 		return nil, err
 	}
-	if g.srv, err = gateway.Build(ctx, cfg, log); err != nil {
+	if g.srv, err = assembly.Build(ctx, cfg, log); err != nil {
 		return fail(fmt.Errorf("harness: gateway: %w", err))
 	}
-	if g.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		g.srv.Close()
-		return fail(fmt.Errorf("harness: %w", err))
+	if err := g.srv.Listen(); err != nil {
+		return fail(fmt.Errorf("harness: gateway: %w", err))
 	}
 	g.knownHosts = filepath.Join(o.Dir, "client_known_hosts")
 	if err := os.WriteFile(g.knownHosts, []byte(KnownHostsLine(g.Addr(), g.hostKey)+"\n"), 0o644); err != nil {
-		g.ln.Close()
-		g.srv.Close()
 		return fail(fmt.Errorf("harness: %w", err))
 	}
-	go func() { g.served <- g.srv.Serve(ctx, g.ln) }()
+	var runCtx context.Context
+	runCtx, g.stop = context.WithCancel(ctx)
+	go func() { g.ran <- g.srv.Run(runCtx) }()
 	return g, nil
 }
 
-// Server is the gateway under test (sessions, registry, ...).
-func (g *Gateway) Server() *gateway.Gateway { return g.srv.Gateway }
+// NewGateway is StartGateway for one test: the gateway lives in
+// t.TempDir() (unless o.Dir is set) and is closed when the test ends.
+func NewGateway(t testing.TB, o GatewayOptions) *Gateway {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	g, err := StartGateway(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := g.Close(); err != nil {
+			t.Errorf("closing gateway: %v", err)
+		}
+	})
+	return g
+}
+
+// Parts is the gateway's assembly: the SSH server, its directory, cluster
+// and inventory, as the process runs them.
+func (g *Gateway) Parts() *assembly.Gateway { return g.srv }
+
+// Server is the SSH server under test (sessions, ...).
+func (g *Gateway) Server() *gateway.Gateway { return g.srv.SSH }
 
 // Config is the loaded configuration.
-func (g *Gateway) Config() *config.Config { return g.cfg }
+func (g *Gateway) Config() *config.Config { return g.srv.Config }
 
 // Addr is the gateway's SSH address, 127.0.0.1:PORT.
-func (g *Gateway) Addr() string { return g.ln.Addr().String() }
+func (g *Gateway) Addr() string { return g.srv.Addr().String() }
 
 // Host is the gateway's IP address.
-func (g *Gateway) Host() string { return g.ln.Addr().(*net.TCPAddr).IP.String() }
+func (g *Gateway) Host() string { return g.srv.Addr().(*net.TCPAddr).IP.String() }
 
 // Port is the gateway's SSH port.
-func (g *Gateway) Port() int { return g.ln.Addr().(*net.TCPAddr).Port }
+func (g *Gateway) Port() int { return g.srv.Addr().(*net.TCPAddr).Port }
 
 // HostKey is the key clients see.
 func (g *Gateway) HostKey() ssh.PublicKey { return g.hostKey }
@@ -377,19 +410,19 @@ func (g *Gateway) HostKey() ssh.PublicKey { return g.hostKey }
 func (g *Gateway) KnownHostsFile() string { return g.knownHosts }
 
 // AuditFile is the gateway's audit file (JSON lines).
-func (g *Gateway) AuditFile() string { return g.cfg.Audit.File }
+func (g *Gateway) AuditFile() string { return g.srv.Config.Audit.File }
 
-// Close stops the gateway, ends its sessions and waits for them.
+// Close stops the gateway, ends its sessions and waits for them. Later
+// calls return the first call's result.
 func (g *Gateway) Close() error {
-	err := g.srv.Close()
-	if serr := <-g.served; err == nil {
-		err = serr
-	}
-	g.served <- nil // a second Close returns at once
-	if g.logFile != nil {
-		g.logFile.Close()
-	}
-	return err
+	g.closeOnce.Do(func() {
+		g.stop()
+		g.closeErr = <-g.ran
+		if g.logFile != nil {
+			g.logFile.Close()
+		}
+	})
+	return g.closeErr
 }
 
 // Client is an OpenSSH client configuration pointed at this gateway.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 )
 
@@ -52,7 +53,7 @@ func TestWriteGatewayConfigLoads(t *testing.T) {
 	if got := cfg.Policy.Rules[1].Forwarding; got != nil {
 		t.Errorf("omitted forwarding became %#v", got)
 	}
-	if !reflect.DeepEqual(cfg.Nodes, []config.Node{{Name: "n1", Addr: "127.0.1.9:2222", Pool: "p"}}) {
+	if !reflect.DeepEqual(cfg.Nodes, []node.Node{{Name: "n1", Addr: "127.0.1.9:2222", Pool: "p"}}) {
 		t.Errorf("nodes = %+v", cfg.Nodes)
 	}
 	if want := filepath.Join(dir, "gw", "admin.sock"); cfg.Gateway.AdminSocket != want {

@@ -1,4 +1,4 @@
-package gateway
+package assembly
 
 import (
 	"bufio"
@@ -8,12 +8,14 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,9 +30,10 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 )
 
-// With an audit.s3 section, Build ships the gateway's audit events to the
-// bucket; Close flushes them.
-func TestBuildShipsAuditToS3(t *testing.T) {
+// A whole gateway process as `frontdoor gateway` runs it: with an audit.s3
+// section it ships its audit events to the bucket (Close flushes them), and
+// its admin API serves the metrics of every part.
+func TestGatewayProcess(t *testing.T) {
 	dir := t.TempDir()
 	for k, v := range map[string]string{
 		"AWS_ACCESS_KEY_ID": "AKIDGATEWAYTEST", "AWS_SECRET_ACCESS_KEY": "gateway-test-secret", "AWS_SESSION_TOKEN": "",
@@ -56,7 +59,7 @@ func TestBuildShipsAuditToS3(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "users.yaml"), []byte("users:\n  - {name: alice, groups: [lab]}\n"), 0o600)
 	os.WriteFile(filepath.Join(dir, "known_hosts"), nil, 0o600)
 	yml := `
-gateway: {name: gws3, listen: "127.0.0.1:0", host_keys: [host], user_ca_key: ca}
+gateway: {name: gws3, listen: "127.0.0.1:0", host_keys: [host], user_ca_key: ca, admin_socket: admin.sock}
 backend: {known_hosts: [known_hosts]}
 directory: {kind: static, static: {file: users.yaml}}
 nodes: [{name: login1, addr: "127.0.0.1:1", pool: general}]
@@ -73,26 +76,30 @@ audit:
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if err := a.Listen(); err != nil {
+		a.Close()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); a.Serve(ctx, ln) }()
+	ran := make(chan error, 1)
+	go func() { ran <- a.Run(ctx) }()
 
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	key, _ := ssh.NewSignerFromKey(priv)
-	c, err := ssh.Dial("tcp", ln.Addr().String(), &ssh.ClientConfig{User: "mallory", Auth: []ssh.AuthMethod{ssh.PublicKeys(key)},
+	c, err := ssh.Dial("tcp", a.Addr().String(), &ssh.ClientConfig{User: "mallory", Auth: []ssh.AuthMethod{ssh.PublicKeys(key)},
 		HostKeyCallback: ssh.FixedHostKey(hostPub), Timeout: 10 * time.Second})
 	if err == nil {
 		c.Close()
 		t.Fatal("unknown user logged in")
 	}
+	metrics := adminGet(t, filepath.Join(dir, "admin.sock"), "/metrics")
+	for _, m := range []string{`frontdoor_auth_attempts_total{method="publickey",result="fail"} 1`, "frontdoor_audit_s3_", "go_goroutines"} {
+		if !strings.Contains(metrics, m) {
+			t.Errorf("the admin API's /metrics lacks %q", m)
+		}
+	}
 	cancel()
-	wg.Wait()
-	if err := a.Close(); err != nil {
+	if err := <-ran; err != nil {
 		t.Fatal(err)
 	}
 
@@ -137,4 +144,24 @@ func splitLines(b []byte) [][]byte {
 		out = append(out, append([]byte(nil), sc.Bytes()...))
 	}
 	return out
+}
+
+// adminGet fetches path from the admin API on its Unix socket.
+func adminGet(t *testing.T, sock, path string) string {
+	t.Helper()
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}}}
+	resp, err := hc.Get("http://localhost" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %v\n%s", path, resp.StatusCode, err, b)
+	}
+	return string(b)
 }

@@ -1,23 +1,25 @@
-package gateway
+package login
 
 import (
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
 )
 
 func TestDecide(t *testing.T) {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	node := func(name, pool string, load float64) route.Node {
-		return route.Node{Name: name, Pool: pool, Addr: name + ":22", Alive: true, SSHDUp: true, HealthAt: now,
+	mk := func(name, pool string, load float64) route.Node {
+		return route.Node{Node: node.Node{Name: name, Pool: pool, Addr: name + ":22"}, Alive: true, SSHDUp: true, HealthAt: now,
 			CPUs: 8, MemAvailFrac: 0.9, Load1: load}
 	}
-	nodes := []route.Node{node("login1", "general", 0.5), node("login2", "general", 4), node("gpu1", "gpu", 0.1)}
+	nodes := []route.Node{mk("login1", "general", 0.5), mk("login2", "general", 4), mk("gpu1", "gpu", 0.1)}
 	pol := policy.Config{RefusalMessage: policy.DefaultRefusalMessage, Rules: []policy.Rule{
 		{Name: "banned", Groups: []string{"banned"}, Deny: true},
 		{Name: "lab", Groups: []string{"lab"}, Pools: []string{"general", "gpu"}, MaxSessions: 2},
@@ -129,7 +131,7 @@ func TestDecidePrefer(t *testing.T) {
 	now := time.Now()
 	var nodes []route.Node
 	for _, n := range []string{"a", "b", "c"} {
-		nodes = append(nodes, route.Node{Name: n, Pool: "p", Addr: n + ":22", Alive: true, SSHDUp: true, HealthAt: now, CPUs: 4, MemAvailFrac: 1})
+		nodes = append(nodes, route.Node{Node: node.Node{Name: n, Pool: "p", Addr: n + ":22"}, Alive: true, SSHDUp: true, HealthAt: now, CPUs: 4, MemAvailFrac: 1})
 	}
 	in := Input{Ident: directory.Identity{Name: "u", Groups: []string{"g"}},
 		Policy: policy.Config{Rules: []policy.Rule{{Name: "r", Groups: []string{"g"}, Pools: []string{"p"}}}},
@@ -143,5 +145,83 @@ func TestDecidePrefer(t *testing.T) {
 	in.Explicit = "a"
 	if out := Decide(in); len(out.Targets) != 1 || out.Targets[0].Name != "a" {
 		t.Fatalf("prefer overrode an explicit node: %v", out.Targets)
+	}
+}
+
+func TestSplitUser(t *testing.T) {
+	tests := []struct {
+		in, user, node string
+		err            bool
+	}{
+		{"alice", "alice", "", false},
+		{"alice+login2", "alice", "login2", false},
+		{`HPC\alice+login2`, `HPC\alice`, "login2", false},
+		{"alice@hpc.example.edu+gpu-1.x", "alice@hpc.example.edu", "gpu-1.x", false},
+		{"a+b+login2", "a+b", "login2", false},
+		{"alice+", "", "", true},
+		{"alice+../etc", "", "", true},
+		{"alice+lo gin", "", "", true},
+		{"+login1", "", "", true},
+		{"", "", "", true},
+		{strings.Repeat("a", 300), "", "", true},
+	}
+	for _, tt := range tests {
+		u, n, err := SplitUser(tt.in)
+		if (err != nil) != tt.err || u != tt.user || n != tt.node {
+			t.Errorf("SplitUser(%q) = %q, %q, %v", tt.in, u, n, err)
+		}
+		if err != nil && !errors.Is(err, directory.ErrInvalidName) {
+			t.Errorf("SplitUser(%q) error %v is not ErrInvalidName", tt.in, err)
+		}
+	}
+}
+
+func FuzzSplitUser(f *testing.F) {
+	for _, s := range []string{"alice", "alice+login1", `HPC\a+b`, "a+", "+"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, n, err := SplitUser(s)
+		if err != nil {
+			return
+		}
+		if u == "" || (n != "" && !node.ValidName(n)) {
+			t.Fatalf("SplitUser(%q) = %q, %q", s, u, n)
+		}
+		if n != "" && u+"+"+n != s || n == "" && u != s {
+			t.Fatalf("SplitUser(%q) lost bytes: %q, %q", s, u, n)
+		}
+	})
+}
+
+// The gateway and the login nodes' AuthorizedPrincipalsCommand share this
+// rule; a change to it must be deliberate.
+func TestPrincipals(t *testing.T) {
+	p := Principals{MinUID: 1000, Deny: []string{"ubuntu", " slurm "}}
+	tests := []struct {
+		name     string
+		uid      int
+		uidKnown bool
+		refused  bool
+	}{
+		{"alice", 2001, true, false},
+		{"alice", 0, false, false}, // uid unknown (no POSIX attributes): the node's own check decides
+		{"alice", 999, true, true},
+		{"alice", 0, true, true},
+		{"ROOT", 0, false, true},
+		{"Ubuntu", 5000, true, true},
+		{"slurm", 5000, true, true},
+	}
+	for _, tt := range tests {
+		why := p.Refuse(tt.name, tt.uid, tt.uidKnown)
+		if (why != "") != tt.refused {
+			t.Errorf("Refuse(%q, %d, %v) = %q, want refused=%v", tt.name, tt.uid, tt.uidKnown, why, tt.refused)
+		}
+	}
+	if why := (Principals{}).Refuse("root", 0, false); why == "" {
+		t.Error("root allowed with an empty deny list")
+	}
+	if why := (Principals{}).Refuse("toor", 0, true); why == "" {
+		t.Error("uid 0 allowed with no floor")
 	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package inventory
 
 import (
 	"context"
@@ -6,9 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/frontdoor-hpc/frontdoor/internal/agent"
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
+	"github.com/frontdoor-hpc/frontdoor/internal/sshprobe"
 )
 
 // Nodes without an agent. A node of the inventory whose agent is not
@@ -35,7 +36,7 @@ type probeResult struct {
 // that have no fresh health.
 type agentless struct {
 	cl    *cluster.Cluster
-	inv   *inventory
+	inv   *Inventory
 	stale time.Duration // route.stale_after: older health counts as none
 	now   func() time.Time
 
@@ -43,7 +44,7 @@ type agentless struct {
 	probed map[string]probeResult
 }
 
-func newAgentless(cl *cluster.Cluster, inv *inventory, stale time.Duration) *agentless {
+func newAgentless(cl *cluster.Cluster, inv *Inventory, stale time.Duration) *agentless {
 	return &agentless{cl: cl, inv: inv, stale: stale, now: time.Now, probed: map[string]probeResult{}}
 }
 
@@ -59,7 +60,7 @@ const liedMemory = 10 * time.Minute
 // is stale or refused: an agent that is there but cannot measure, or
 // lies, says something is wrong on the node. Neither is a node whose
 // agent lied within liedMemory.
-func (a *agentless) withoutHealth(have []route.Node, now time.Time) []cluster.InventoryNode {
+func (a *agentless) withoutHealth(have []route.Node, now time.Time) []node.Node {
 	fresh := map[string]bool{}
 	for _, n := range have {
 		if n.Alive {
@@ -71,10 +72,10 @@ func (a *agentless) withoutHealth(have []route.Node, now time.Time) []cluster.In
 			fresh[m.Name] = true
 		}
 	}
-	var out []cluster.InventoryNode
-	for _, n := range a.inv.list() {
+	var out []node.Node
+	for _, n := range a.inv.List() {
 		if !fresh[n.Name] && !a.cl.LiedSince(n.Name, now.Add(-liedMemory)) {
-			out = append(out, cluster.InventoryNode{Name: n.Name, Addr: n.Addr, Pool: n.Pool})
+			out = append(out, n)
 		}
 	}
 	return out
@@ -103,7 +104,7 @@ func (a *agentless) probeOnce(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := agent.ProbeSSHD(ctx, n.Addr, probeTimeout)
+			err := sshprobe.Probe(ctx, n.Addr, probeTimeout)
 			results[i] = probeResult{up: err == nil, at: a.now()}
 		}()
 	}
@@ -147,7 +148,7 @@ func (a *agentless) Nodes() []route.Node {
 			continue
 		}
 		sessions, users := a.cl.SessionsOn(m.Name)
-		n := route.Node{Name: m.Name, Pool: m.Pool, Addr: m.Addr, Alive: p.up, SSHDUp: p.up, HealthAt: p.at,
+		n := route.Node{Node: m, Alive: p.up, SSHDUp: p.up, HealthAt: p.at,
 			CPUs: guess, MemAvailFrac: 1, Sessions: sessions, Users: users, NoAgent: true}
 		if i, ok := known[m.Name]; ok {
 			// Stale agent health: the probe is fresher; keep the
