@@ -11,6 +11,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurm"
+	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf/yamlconftest"
 )
 
 // validGateway is DefaultGateway with what has no default, derived.
@@ -63,10 +64,7 @@ func TestGatewayValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := validGateway()
 			tc.change(&g)
-			err := g.Validate()
-			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-				t.Errorf("got %v, want %q", err, tc.want)
-			}
+			yamlconftest.Problem(t, g.Validate(), tc.want)
 		})
 	}
 }
@@ -123,10 +121,7 @@ func TestBackendValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := ok
 			tc.change(&b)
-			err := b.Validate()
-			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-				t.Errorf("got %v, want %q", err, tc.want)
-			}
+			yamlconftest.Problem(t, b.Validate(), tc.want)
 		})
 	}
 }
@@ -140,10 +135,7 @@ func TestLogValidate(t *testing.T) {
 		{Level: "info", Format: "xml"}:   `log.format: unknown format "xml"`,
 		{Level: "warn", Format: "text"}:  "",
 	} {
-		err := l.Validate()
-		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
-			t.Errorf("%+v: got %v, want %q", l, err, want)
-		}
+		yamlconftest.Problem(t, l.Validate(), want)
 	}
 }
 

@@ -1,9 +1,10 @@
 package slurm
 
 import (
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf/yamlconftest"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -30,10 +31,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()
 			tc.change(&c)
-			err := c.Validate()
-			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-				t.Errorf("got %v, want %q", err, tc.want)
-			}
+			yamlconftest.Problem(t, c.Validate(), tc.want)
 		})
 	}
 	c := DefaultConfig()

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf/yamlconftest"
 )
 
 type clock struct{ t time.Time }
@@ -386,10 +387,7 @@ func TestValidate(t *testing.T) {
 		{"no clock", func(c *Config) { c.Now = nil }, "no clock"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := limits(tc.change).Validate()
-			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-				t.Errorf("got %v, want %q", err, tc.want)
-			}
+			yamlconftest.Problem(t, limits(tc.change).Validate(), tc.want)
 		})
 	}
 }

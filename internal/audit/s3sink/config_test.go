@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf/yamlconftest"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -34,10 +36,7 @@ func TestConfigValidate(t *testing.T) {
 			c := DefaultConfig()
 			c.Bucket = "hpc-audit"
 			tc.change(&c)
-			err := c.Validate()
-			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-				t.Errorf("got %v, want %q", err, tc.want)
-			}
+			yamlconftest.Problem(t, c.Validate(), tc.want)
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf/yamlconftest"
 )
 
 func TestValidate(t *testing.T) {
@@ -31,10 +32,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()
 			tc.change(&c)
-			err := c.Validate()
-			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-				t.Errorf("got %v, want %q", err, tc.want)
-			}
+			yamlconftest.Problem(t, c.Validate(), tc.want)
 		})
 	}
 	if DefaultConfig().Kind != KindStatic {
