@@ -35,7 +35,6 @@ func init() {
 // (policy, directory, slurm section, audit file) and the parts built from it.
 type slurmEnv struct {
 	cfg   *config.Config
-	sc    slurm.Config // cfg.Slurm
 	dir   slurmsync.Directory
 	sl    *slurm.Client
 	audit *audit.Logger
@@ -70,7 +69,7 @@ func openSlurmEnv(path string, verbose bool) (*slurmEnv, error) {
 		d.Close()
 		return nil, err
 	}
-	return &slurmEnv{cfg: cfg, sc: *cfg.Slurm, dir: dir, log: log, audit: au, sl: cfg.Slurm.Client(),
+	return &slurmEnv{cfg: cfg, dir: dir, log: log, audit: au, sl: cfg.Slurm.Client(),
 		close: func() { d.Close(); au.Close() }}, nil
 }
 
@@ -88,7 +87,7 @@ func runSlurm(ctx context.Context, verb string, args []string) error {
 		return err
 	}
 	defer env.close()
-	cfg, sc := env.cfg, env.sc
+	cfg, sc := env.cfg, env.cfg.Slurm
 	switch verb {
 	case "plan", "apply":
 		ctx, cancel := context.WithTimeout(ctx, 10*sc.Timeout)
