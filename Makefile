@@ -9,6 +9,7 @@
 #   make lint    gofmt, go vet, go.mod tidy, third_party/x-crypto and rawssh byte for byte
 #                against upstream + patches, and a note when x/crypto has a newer release
 #                (make test runs it first, so CI fails on a drifted tree)
+#   make docs    docs/configuration.md, from the configuration types and their comments
 
 SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(PATH)
@@ -24,7 +25,7 @@ APT_PACKAGES := openssh-server openssh-client rsync socat samba samba-ad-provisi
 	slurmctld slurmd slurmdbd slurm-client munge mariadb-server \
 	chromium fonts-dejavu-core
 
-.PHONY: deps build test run bench lint clean
+.PHONY: deps build test run bench lint docs clean
 
 deps:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
@@ -63,6 +64,11 @@ lint:
 	# the release watch only warns, and only notes a module proxy it cannot reach.
 	third_party/check-x-crypto.sh
 	@third_party/watch-x-crypto.sh
+
+# The configuration reference is generated from the code; a test
+# (internal/confdoc) fails when it is stale.
+docs:
+	$(GO) run ./internal/confdoc/gen
 
 clean:
 	rm -rf bin

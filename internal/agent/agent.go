@@ -33,9 +33,9 @@ import (
 )
 
 // Run joins the cluster and publishes health until ctx is cancelled, then
-// leaves the cluster. It returns nil on cancellation.
+// leaves the cluster. It returns nil on cancellation. cfg is derived (see
+// Config.Derive) and validated.
 func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	cfg.normalize()
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}

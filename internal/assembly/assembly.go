@@ -28,8 +28,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
-	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
-	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/discovery"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 	"github.com/frontdoor-hpc/frontdoor/internal/gctune"
@@ -86,7 +85,7 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 			a.Close()
 		}
 	}()
-	if a.Directory, err = OpenDirectory(cfg, log); err != nil {
+	if a.Directory, err = source.Open(cfg.Directory, log); err != nil {
 		return nil, fmt.Errorf("directory: %w", err)
 	}
 	nodeKeys, err := node.LoadHostKeys(cfg.Backend.KnownHosts, cfg.Backend.InsecureIgnoreHostKeys)
@@ -94,8 +93,8 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 		return nil, err
 	}
 	a.Inventory = inventory.New(cfg.Nodes, nodeKeys, log.With("component", "inventory"))
-	if cfg.DiscoveryEnabled() {
-		if a.Discovery, err = discovery.New(ctx, cfg.Discovery, discovery.Options{Logger: log.With("component", "discovery")}); err != nil {
+	if cfg.Discovery != nil {
+		if a.Discovery, err = discovery.New(ctx, *cfg.Discovery, discovery.Options{Logger: log.With("component", "discovery")}); err != nil {
 			return nil, fmt.Errorf("discovery: %w", err)
 		}
 		// Start with what the cluster has now, if the API answers; the
@@ -107,8 +106,8 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 		a.Registry.MustRegister(a.Discovery.Collectors()...)
 		a.loop(bg, a.followDiscovery)
 	}
-	if cfg.ClusterEnabled() {
-		a.Cluster, err = cluster.Start(ctx, cfg.Cluster, cluster.Options{Role: cluster.RoleGateway,
+	if cfg.Cluster != nil {
+		a.Cluster, err = cluster.Start(ctx, *cfg.Cluster, cluster.Options{Role: cluster.RoleGateway,
 			Logger: log.With("component", "cluster"), Inventory: a.Inventory})
 		if err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
@@ -118,8 +117,8 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 	if a.Audit, err = audit.Open(cfg.Audit.File, log); err != nil {
 		return nil, err
 	}
-	if cfg.AuditS3Enabled() {
-		if a.AuditS3, err = s3sink.New(ctx, cfg.Audit.S3, cfg.Gateway.Name, s3sink.Options{Logger: log.With("component", "audit-s3")}); err != nil {
+	if cfg.Audit.S3 != nil {
+		if a.AuditS3, err = s3sink.New(ctx, *cfg.Audit.S3, cfg.Gateway.Name, s3sink.Options{Logger: log.With("component", "audit-s3")}); err != nil {
 			return nil, fmt.Errorf("audit s3: %w", err)
 		}
 		a.Audit.AddSink(a.AuditS3)
@@ -131,9 +130,8 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 	if a.Cluster != nil {
 		deps.Peers = a.Cluster
 	}
-	if cfg.SlurmEnabled() {
-		sl := cfg.Slurm
-		client := &slurm.Client{Conf: sl.Conf, Cluster: sl.Cluster, BinDir: sl.BinDir, Timeout: sl.Timeout}
+	if sl := cfg.Slurm; sl != nil {
+		client := sl.Client()
 		deps.GPUUsage = &slurm.UsageCache{Client: client, TTL: sl.UsageCache, Wait: sl.UsageTimeout}
 		if len(cfg.Usage.Budgets) > 0 {
 			// A month of accounting is a large read: twice the timeout.
@@ -150,17 +148,6 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 	a.Registry.MustRegister(a.SSH.Collectors()...)
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return a, nil
-}
-
-// OpenDirectory builds the identity source the configuration names.
-func OpenDirectory(cfg *config.Config, log *slog.Logger) (directory.Directory, error) {
-	switch cfg.Directory.Kind {
-	case "static":
-		return static.New(cfg.Directory.Static.File)
-	case "ad":
-		return ad.New(cfg.Directory.AD, log.With("directory", "ad"))
-	}
-	return nil, fmt.Errorf("directory kind %q is not built in", cfg.Directory.Kind)
 }
 
 // loop runs f in the background until Close.

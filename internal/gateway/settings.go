@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"net/netip"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -40,7 +41,16 @@ func newSettings(cfg *config.Config, nodeKeys *node.HostKeys) (*settings, error)
 		hostKeys:   hk,
 		ca:         ca.New(caSigner, cfg.Gateway.Name, cfg.Backend.CertValidity, cfg.Backend.CertSourceAddress),
 		nodeKeys:   nodeKeys,
-		principals: login.Principals{MinUID: *cfg.Backend.MinUID, Deny: cfg.Backend.DenyPrincipals},
+		principals: login.Principals{MinUID: cfg.Backend.MinUID, Deny: cfg.Backend.DenyPrincipals},
 		exempt:     cfg.Gateway.AdmissionExemptPrefixes(),
 	}, nil
+}
+
+// usageWait is how long a banner waits for GPU use: slurm.usage_timeout;
+// 0 without a slurm section (no GPUUsage then, nothing waits).
+func usageWait(cfg *config.Config) time.Duration {
+	if cfg.Slurm == nil {
+		return 0
+	}
+	return cfg.Slurm.UsageTimeout
 }

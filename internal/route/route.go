@@ -66,18 +66,23 @@ type Request struct {
 
 // Weights scale each term of a node's score; a lower score is a better node.
 type Weights struct {
-	Load     float64 `yaml:"load"`     // per unit of 1-minute load per CPU
-	Memory   float64 `yaml:"memory"`   // per unit of used memory fraction (1-MemAvailFrac)
-	Pressure float64 `yaml:"pressure"` // per unit of CPU+memory PSI fraction
-	Sessions float64 `yaml:"sessions"` // per session (live + recently routed) per CPU
-	Users    float64 `yaml:"users"`    // per distinct user per CPU
+	// Load weighs the 1-minute load average per CPU.
+	Load float64 `yaml:"load"`
+	// Memory weighs the fraction of memory in use (1 - MemAvailable/MemTotal).
+	Memory float64 `yaml:"memory"`
+	// Pressure weighs CPU plus memory pressure (PSI "some" avg10, as fractions).
+	Pressure float64 `yaml:"pressure"`
+	// Sessions weighs sessions (live and just routed) per CPU.
+	Sessions float64 `yaml:"sessions"`
+	// Users weighs distinct users per CPU.
+	Users float64 `yaml:"users"`
 }
 
 // Config tunes the decision. The zero value is not useful; start from
 // DefaultConfig.
 type Config struct {
 	// StaleAfter is how old health may be before a node stops being a
-	// candidate. It should be a few agent publish intervals.
+	// candidate. It should be a few agent intervals.
 	StaleAfter time.Duration `yaml:"stale_after"`
 	// StickyFor is how long after a user's last session ends new logins
 	// still go to the same node. VS Code keeps its server for 3 h; 8 h
@@ -88,9 +93,11 @@ type Config struct {
 	// at or above the number of candidates is greedy. 2 is the classic
 	// choice: near-optimal balance without herding.
 	Choices int `yaml:"choices"`
-	// MaxTries bounds Decision.Order: the chosen node plus fallbacks.
-	MaxTries int     `yaml:"max_tries"`
-	Weights  Weights `yaml:"weights"`
+	// MaxTries bounds the nodes a decision lists: the chosen node plus
+	// fallbacks.
+	MaxTries int `yaml:"max_tries"`
+	// Weights scale the terms of a node's score; the lowest score wins.
+	Weights Weights `yaml:"weights"`
 }
 
 // DefaultConfig returns the defaults described on each Config field.

@@ -34,6 +34,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // Options are the parts of a Sink built outside it.
@@ -87,11 +88,10 @@ type Sink struct {
 // New opens the spool (uploading what an earlier run left there) and
 // starts shipping. gateway names this gateway in object keys.
 func New(ctx context.Context, cfg Config, gateway string, opts Options) (*Sink, error) {
-	cfg = cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if !ValidGatewayName(gateway) {
+	if !names.Gateway.Valid(gateway) {
 		return nil, fmt.Errorf("audit s3: gateway name %q cannot be part of an object key (letters, digits, '.', '-')", gateway)
 	}
 	if opts.Logger == nil {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // The spool directory, written down before the code:
@@ -74,7 +76,7 @@ func parseBatchName(s string) (batchName, error) {
 		return batchName{}, fmt.Errorf("%q: no sequence number", s)
 	}
 	gw, num := rest[:i], rest[i+1:]
-	if !gatewayRE.MatchString(gw) || len(num) == 0 || len(num) > 20 {
+	if !names.Gateway.Valid(gw) || len(num) == 0 || len(num) > 20 {
 		return batchName{}, fmt.Errorf("%q: not GATEWAY-SEQ", s)
 	}
 	seq, err := strconv.ParseUint(num, 10, 64)

@@ -3,6 +3,8 @@ package s3sink
 import (
 	"testing"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 func TestBatchNames(t *testing.T) {
@@ -35,7 +37,7 @@ func FuzzParseBatchName(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !ValidGatewayName(b.gateway) {
+		if !names.Gateway.Valid(b.gateway) {
 			t.Fatalf("%q: gateway %q", s, b.gateway)
 		}
 		if !prefixRE.MatchString(b.key("audit")) {
