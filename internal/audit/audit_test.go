@@ -1,9 +1,11 @@
 package audit
 
 import (
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,5 +38,43 @@ func TestSinks(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	if strings.Count(string(b), "\n") != 2 {
 		t.Errorf("audit file: %q", b)
+	}
+}
+
+// Reopen moves the trail to another file; a file that cannot be opened
+// changes nothing.
+func TestReopen(t *testing.T) {
+	dir := t.TempDir()
+	first, second := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	l, err := Open(first, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.Record(Event{Type: TypeAuth, User: "alice"})
+	if err := l.Reopen(filepath.Join(dir, "missing", "c.jsonl")); err == nil {
+		t.Fatal("Reopen into a missing directory succeeded")
+	}
+	l.Record(Event{Type: TypeAuth, User: "bob"})
+	if err := l.Reopen(second); err != nil {
+		t.Fatal(err)
+	}
+	l.Record(Event{Type: TypeAuth, User: "carol"})
+	for path, want := range map[string][]string{first: {"alice", "bob"}, second: {"carol"}} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var e Event
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, e.User)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s holds %v, want %v", filepath.Base(path), got, want)
+		}
 	}
 }
