@@ -128,7 +128,7 @@ func (s *Server) authenticate(r *http.Request) (Identity, error) {
 		if !strings.EqualFold(scheme, "Bearer") || secret == "" {
 			return Identity{}, &authError{http.StatusUnauthorized, "authorization is not a bearer token"}
 		}
-		name, ok := s.o.Tokens.Lookup(strings.TrimSpace(secret))
+		name, ok := s.tokens.Load().Lookup(strings.TrimSpace(secret))
 		if !ok {
 			return Identity{}, &authError{http.StatusUnauthorized, "unknown bearer token"}
 		}
