@@ -6,10 +6,8 @@ package audit
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 )
@@ -72,9 +70,9 @@ func (l *Logger) AddSink(s Sink) {
 func Open(path string, log *slog.Logger) (*Logger, error) {
 	l := &Logger{log: log}
 	if path != "" {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		f, err := OpenFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("audit file: %w", err)
+			return nil, err
 		}
 		l.w = f
 	}

@@ -2,27 +2,26 @@ package audit
 
 import (
 	"fmt"
+	"io"
 	"os"
 )
 
-// Reopen makes the logger append to path from now on ("" : the process log
-// only), e.g. after a reload, or after logrotate moved the file away. The
-// new file is opened first: if that fails nothing changes. The previous
-// file is closed.
-func (l *Logger) Reopen(path string) error {
-	var f *os.File
-	if path != "" {
-		var err error
-		if f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
-			return fmt.Errorf("audit file: %w", err)
-		}
+// OpenFile opens an audit file for appending (created 0600).
+func OpenFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit file: %w", err)
 	}
+	return f, nil
+}
+
+// SetFile makes the logger append to w from now on (nil: the process log
+// only) and closes the previous file: a reload opens the file it names
+// first (OpenFile) and swaps it in once everything else is ready too.
+func (l *Logger) SetFile(w io.WriteCloser) error {
 	l.mu.Lock()
 	old := l.w
-	l.w = nil
-	if f != nil {
-		l.w = f
-	}
+	l.w = w
 	l.mu.Unlock()
 	if old != nil {
 		return old.Close()
