@@ -140,15 +140,32 @@ func (a *adminTarget) client() (*http.Client, error) {
 // do sends one request and returns the response body of a 200, or an
 // error that says what to do about it.
 func (a *adminTarget) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	status, b, err := a.send(ctx, method, path, body)
+	if err != nil {
+		return nil, err
+	}
+	switch status {
+	case http.StatusOK:
+		return b, nil
+	case http.StatusUnauthorized:
+		return nil, fmt.Errorf("admin API %s: %d %s: %s\n(an http(s) admin URL needs credentials: --admin-token-file FILE or FRONTDOOR_ADMIN_TOKEN, or --admin-cert/--admin-key; or use the gateway's socket with --admin PATH)",
+			path, status, http.StatusText(status), bytes.TrimSpace(b))
+	default:
+		return nil, fmt.Errorf("admin API %s: %d %s: %s", path, status, http.StatusText(status), bytes.TrimSpace(b))
+	}
+}
+
+// send sends one request and returns the response's status and body.
+func (a *adminTarget) send(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	u, err := a.base()
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	hc, err := a.client()
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	var rd io.Reader
 	if body != nil {
@@ -156,7 +173,7 @@ func (a *adminTarget) do(ctx context.Context, method, path string, body []byte) 
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String()+path, rd)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -164,7 +181,7 @@ func (a *adminTarget) do(ctx context.Context, method, path string, body []byte) 
 	if !a.socket() {
 		tok, err := a.token()
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		if tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
@@ -172,22 +189,14 @@ func (a *adminTarget) do(ctx context.Context, method, path string, body []byte) 
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, a.explainDialError(err)
+		return 0, nil, a.explainDialError(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return nil, fmt.Errorf("admin API: %w", err)
+		return 0, nil, fmt.Errorf("admin API: %w", err)
 	}
-	switch resp.StatusCode {
-	case http.StatusOK:
-		return b, nil
-	case http.StatusUnauthorized:
-		return nil, fmt.Errorf("admin API %s: %s: %s\n(an http(s) admin URL needs credentials: --admin-token-file FILE or FRONTDOOR_ADMIN_TOKEN, or --admin-cert/--admin-key; or use the gateway's socket with --admin PATH)",
-			path, resp.Status, bytes.TrimSpace(b))
-	default:
-		return nil, fmt.Errorf("admin API %s: %s: %s", path, resp.Status, bytes.TrimSpace(b))
-	}
+	return resp.StatusCode, b, nil
 }
 
 // explainDialError turns a failed connection into advice.

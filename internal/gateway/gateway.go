@@ -130,16 +130,27 @@ type Gateway struct {
 
 // New builds a gateway from its configuration (validated by config.Load).
 func New(cfg *config.Config, d Deps) (*Gateway, error) {
+	if d.Directory == nil || d.NodeKeys == nil {
+		return nil, errors.New("gateway: Directory and NodeKeys are required")
+	}
+	p, err := Prepare(cfg, d)
+	if err != nil {
+		return nil, err
+	}
+	return NewPrepared(p, d)
+}
+
+// NewPrepared builds a gateway from a configuration Prepare loaded with
+// the same d.
+func NewPrepared(p *Prepared, d Deps) (*Gateway, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
 	if d.Directory == nil || d.Router == nil || d.NodeKeys == nil || d.Audit == nil {
 		return nil, errors.New("gateway: Directory, Router, NodeKeys and Audit are required")
 	}
-	set, err := newSettings(cfg, d)
-	if err != nil {
-		return nil, err
-	}
+	set := p.set
+	cfg := set.cfg
 	if d.NodeKeys.Insecure() {
 		d.Logger.Warn("INSECURE: login node host keys are NOT verified (backend.insecure_ignore_host_keys); anyone on the path can impersonate a login node")
 	}

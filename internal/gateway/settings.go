@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"fmt"
 	"net/netip"
 	"time"
 
@@ -37,11 +36,11 @@ type settings struct {
 func newSettings(cfg *config.Config, d Deps) (*settings, error) {
 	hk, err := ca.LoadHostSigners(cfg.Gateway.HostKeys, cfg.Gateway.HostCertificates)
 	if err != nil {
-		return nil, fmt.Errorf("gateway host keys: %w", err)
+		return nil, cfg.Errorf("gateway.host_keys", "%v", err)
 	}
 	caSigner, err := ca.LoadSigner(cfg.Gateway.UserCAKey)
 	if err != nil {
-		return nil, fmt.Errorf("gateway user CA: %w", err)
+		return nil, cfg.Errorf("gateway.user_ca_key", "%v", err)
 	}
 	return &settings{
 		cfg:        cfg,

@@ -150,10 +150,11 @@ func (r *Router) HandOver(to func(user, node string, n int)) []cluster.Session {
 }
 
 // Resume takes publishing back after a handover that failed: through cl
-// (a member started with Counts, replacing the one stopped for the
-// handover) with gossip, to the static view without (cl nil). Every
-// count is published again.
-func (r *Router) Resume(cl *cluster.Cluster) {
+// (a member started with startedWith, the Counts of a moment ago,
+// replacing the one stopped for the handover) with gossip, to the static
+// view without (cl nil). Every count that is or was in startedWith is
+// published again: one that went to zero meanwhile too.
+func (r *Router) Resume(cl *cluster.Cluster, startedWith []cluster.Session) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.handedTo = nil
@@ -164,7 +165,13 @@ func (r *Router) Resume(cl *cluster.Cluster) {
 	if r.static != nil {
 		r.static.clear() // counts that went to zero meanwhile were not published here
 	}
-	for _, k := range r.keysLocked() {
+	keys := r.keysLocked()
+	for _, s := range startedWith {
+		if k := (sessionKey{s.User, s.Node}); r.own[k]+r.inherited[k] == 0 {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
 		r.publishLocked(k)
 	}
 }

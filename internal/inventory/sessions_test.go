@@ -71,7 +71,7 @@ func TestRouterSessionsHandOver(t *testing.T) {
 
 	// Had the handover failed, the old process counts on its own again,
 	// with what changed meanwhile.
-	old.Resume(nil)
+	old.Resume(nil, nil)
 	if v := old.View(""); v.Nodes[0].Sessions != 1 || v.Nodes[1].Sessions != 1 {
 		t.Fatalf("old process's load after Resume: %+v", v.Nodes)
 	}
