@@ -101,6 +101,8 @@ type gw struct {
 	gossipAddr string
 	cfg        string
 	log        string
+	bin        string   // the binary it runs (an upgrade starts what is there then)
+	args       []string // extra flags of `frontdoor gateway`
 	proc       *proc
 }
 
@@ -148,6 +150,14 @@ type worldOpts struct {
 	// discovered nodes are not listed in the gateways' nodes: they come
 	// from a fake SageMaker API (world.fake), Running, on discoveredPort.
 	discovered []string
+	// ownBinary runs the gateways from a copy of the binary of the
+	// world's own, which a test may replace (an upgrade starts the binary
+	// found at the same path).
+	ownBinary bool
+	// gatewayArgs are extra flags of `frontdoor gateway`.
+	gatewayArgs []string
+	// edit changes both gateways' configurations.
+	edit func(*config.Config)
 }
 
 // discoveredPort is the sshd port of discovered nodes (HyperPod nodes all
@@ -211,9 +221,17 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 	}
 
 	// Gateways: each joins the other, so either can be restarted alone.
+	gwBin := bin
+	if o.ownBinary {
+		gwBin = filepath.Join(dir, "frontdoor")
+		if err := copyFile(bin, gwBin); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := range 2 {
 		g := &gw{name: fmt.Sprintf("gw%d", i+1), sshAddr: freeAddr(t, "127.0.0.1"),
-			admin: filepath.Join(dir, fmt.Sprintf("gw%d", i+1), "admin.sock"), gossipAddr: freeAddr(t, "127.0.0.1")}
+			admin: filepath.Join(dir, fmt.Sprintf("gw%d", i+1), "admin.sock"), gossipAddr: freeAddr(t, "127.0.0.1"),
+			bin: gwBin, args: o.gatewayArgs}
 		w.gws = append(w.gws, g)
 	}
 	if o.connectTimeout == 0 {
@@ -240,6 +258,15 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 				d.RefreshInterval, d.Jitter, d.SSHPort = time.Second, 0, discoveredPort
 				d.InstanceGroups = []discovery.InstanceGroup{{Name: "login", Pool: "general"}}
 				c.Discovery = &d
+			}
+		}
+		if o.edit != nil {
+			discover := gc.Edit
+			gc.Edit = func(c *config.Config) {
+				if discover != nil {
+					discover(c)
+				}
+				o.edit(c)
 			}
 		}
 		cfg, err := harness.WriteGatewayConfig(gdir, gc)
@@ -322,7 +349,7 @@ func (w *world) clusterSection(name, bindAddr string, port int, join []string) m
 // startGateway starts g's process and waits until its SSH and admin ports
 // answer.
 func (w *world) startGateway(ctx context.Context, g *gw) error {
-	p, err := startProc(g.log, bin, "gateway", "--config", g.cfg)
+	p, err := startProc(g.log, g.bin, append([]string{"gateway", "--config", g.cfg}, g.args...)...)
 	if err != nil {
 		return err
 	}
