@@ -22,6 +22,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -357,11 +358,38 @@ func (a *Gateway) Run(ctx context.Context) error {
 // StopAccepting closes the SSH listener; with handedOver the admin
 // listeners too (without removing the socket: the new process serves
 // them). Connections being set up and sessions go on.
+//
+// Without a successor the listening socket itself stops listening
+// (shutdown(2)): a copy of it kept to hand over at an upgrade would
+// otherwise keep it open, and clients would wait in its backlog instead
+// of being refused and trying another gateway.
 func (a *Gateway) StopAccepting(handedOver bool) {
+	if !handedOver && a.ln != nil {
+		if err := stopListening(a.ln); err != nil {
+			a.log.Warn("stop listening", "err", err)
+		}
+	}
 	a.SSH.StopAccepting()
 	if handedOver && a.admin != nil {
 		a.admin.Release()
 	}
+}
+
+// stopListening shuts a listening socket down for every descriptor of it.
+func stopListening(ln net.Listener) error {
+	sc, ok := ln.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) { serr = syscall.Shutdown(int(fd), syscall.SHUT_RD) }); err != nil {
+		return err
+	}
+	return serr
 }
 
 // Close stops the gateway (ending its sessions), its admin API and
