@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -257,11 +258,11 @@ func (w *world) terminal(ctx context.Context, g *gw, u *harness.User) (*harness.
 // loginLoop logs u in through g over and over from n clients at once,
 // until stopped, counting what worked and what did not.
 type loginLoop struct {
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	ok     atomic.Int64
-	mu     sync.Mutex // mu protects errs
-	errs   []error
+	stop chan struct{}
+	wg   sync.WaitGroup
+	ok   atomic.Int64
+	mu   sync.Mutex // mu protects errs
+	errs []error
 }
 
 func (w *world) startLoginLoop(ctx context.Context, g *gw, u *harness.User, n int) *loginLoop {
@@ -304,6 +305,66 @@ func (l *loginLoop) end() (int64, []error) {
 	close(l.stop)
 	l.wg.Wait()
 	return l.ok.Load(), l.errs
+}
+
+// notifySocket stands in for systemd's NOTIFY_SOCKET: it records each
+// datagram with the pid of its sender, which the kernel vouches for.
+type notifySocket struct {
+	path string
+	mu   sync.Mutex // mu protects got
+	got  []string   // "PID TEXT"
+}
+
+func listenNotify(t *testing.T) *notifySocket {
+	t.Helper()
+	n := &notifySocket{path: t.TempDir() + "/notify"}
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: n.path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	raw, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_PASSCRED, 1) })
+	go func() {
+		buf, oob := make([]byte, 4096), make([]byte, 1024)
+		for {
+			k, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+			if err != nil {
+				return
+			}
+			pid := -1
+			if msgs, err := syscall.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) > 0 {
+				if cred, err := syscall.ParseUnixCredentials(&msgs[0]); err == nil {
+					pid = int(cred.Pid)
+				}
+			}
+			n.mu.Lock()
+			n.got = append(n.got, fmt.Sprintf("%d %s", pid, buf[:k]))
+			n.mu.Unlock()
+		}
+	}()
+	return n
+}
+
+// expect waits until pid sent text.
+func (n *notifySocket) expect(t *testing.T, pid int, text string) {
+	t.Helper()
+	want := fmt.Sprintf("%d %s", pid, text)
+	if err := harness.WaitFor(context.Background(), 10*time.Second, func() error {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		for _, g := range n.got {
+			if g == want {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %q among %q", want, n.got)
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func copyFile(from, to string) error {
@@ -432,10 +493,11 @@ func (w *world) mustLogin(ctx context.Context, g *gw, u *harness.User) *ssh.Clie
 // them, and exits with the last one.
 func TestUpgrade(t *testing.T) {
 	capped := cappedUser()
+	notify := listenNotify(t)
 	w := newWorldOpts(t, worldOpts{ownBinary: true, rules: []policy.Rule{
 		{Name: "capped", Users: []string{capped.Name}, Pools: []string{"general"}, MaxSessions: 1},
 		{Name: "everyone", Groups: []string{"*"}, Pools: []string{"general"}},
-	}}, 1.0)
+	}, gatewayEnv: map[string][]string{"gw1": {"NOTIFY_SOCKET=" + notify.path}}}, 1.0)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	g, other := w.gws[0], w.gws[1]
@@ -500,6 +562,10 @@ func TestUpgrade(t *testing.T) {
 	if _, err := term.Expect(ctx, pos, "frontdoor: this gateway has been upgraded: this session goes on", 15*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	// systemd heard the first process say it was ready, and then name
+	// the new process the unit's main process, as the main process.
+	notify.expect(t, before.PID, "READY=1")
+	notify.expect(t, before.PID, fmt.Sprintf("MAINPID=%d", after.PID))
 	if err := loop.reach(ctx, loop.ok.Load()+6); err != nil {
 		t.Fatal(err)
 	}

@@ -103,6 +103,7 @@ type gw struct {
 	log        string
 	bin        string   // the binary it runs (an upgrade starts what is there then)
 	args       []string // extra flags of `frontdoor gateway`
+	env        []string // added to its environment
 	proc       *proc
 }
 
@@ -158,6 +159,8 @@ type worldOpts struct {
 	gatewayArgs []string
 	// edit changes both gateways' configurations.
 	edit func(*config.Config)
+	// gatewayEnv is added to the environment of the gateway of that name.
+	gatewayEnv map[string][]string
 }
 
 // discoveredPort is the sshd port of discovered nodes (HyperPod nodes all
@@ -232,6 +235,7 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 		g := &gw{name: fmt.Sprintf("gw%d", i+1), sshAddr: freeAddr(t, "127.0.0.1"),
 			admin: filepath.Join(dir, fmt.Sprintf("gw%d", i+1), "admin.sock"), gossipAddr: freeAddr(t, "127.0.0.1"),
 			bin: gwBin, args: o.gatewayArgs}
+		g.env = o.gatewayEnv[g.name]
 		w.gws = append(w.gws, g)
 	}
 	if o.connectTimeout == 0 {
@@ -349,7 +353,7 @@ func (w *world) clusterSection(name, bindAddr string, port int, join []string) m
 // startGateway starts g's process and waits until its SSH and admin ports
 // answer.
 func (w *world) startGateway(ctx context.Context, g *gw) error {
-	p, err := startProc(g.log, g.bin, append([]string{"gateway", "--config", g.cfg}, g.args...)...)
+	p, err := startProcEnv(g.log, g.env, g.bin, append([]string{"gateway", "--config", g.cfg}, g.args...)...)
 	if err != nil {
 		return err
 	}
@@ -794,6 +798,12 @@ type proc struct {
 }
 
 func startProc(logPath, name string, args ...string) (*proc, error) {
+	return startProcEnv(logPath, nil, name, args...)
+}
+
+// startProcEnv starts name with args, its output to logPath, env added to
+// this process's environment.
+func startProcEnv(logPath string, env []string, name string, args ...string) (*proc, error) {
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -801,6 +811,9 @@ func startProc(logPath, name string, args ...string) (*proc, error) {
 	defer logf.Close()
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	// Never outlive the test binary, even if it is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
