@@ -108,7 +108,8 @@ func TestConfigValidate(t *testing.T) {
 	if err := good.Defaults().Validate(); err != nil {
 		t.Fatalf("good config: %v", err)
 	}
-	if d := good.Defaults(); len(d.UPNSuffixes) != 1 || d.UPNSuffixes[0] != "hpc.example.edu" || d.Timeout != 5*time.Second || d.OfflineMaxAge != 24*time.Hour {
+	if d := good.Defaults(); len(d.UPNSuffixes) != 1 || d.UPNSuffixes[0] != "hpc.example.edu" || d.Timeout != 5*time.Second || d.OfflineMaxAge != 24*time.Hour ||
+		d.WatchInterval != 2*time.Second || d.WatchMaxChanges != 1000 {
 		t.Errorf("defaults: %+v", d)
 	}
 	tests := []struct {
@@ -124,6 +125,9 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Timeout = 30 * time.Second }, "timeout"},
 		{func(c *Config) { c.Domain = "HPC\\X" }, "domain"},
 		{func(c *Config) { c.OfflineMaxAge = time.Second }, "offline_max_age"},
+		{func(c *Config) { c.WatchInterval = time.Millisecond }, "watch_interval"},
+		{func(c *Config) { c.WatchInterval = -time.Second }, "watch_interval"},
+		{func(c *Config) { c.WatchMaxChanges = -1 }, "watch_max_changes"},
 	}
 	for _, tc := range tests {
 		c := good
@@ -172,6 +176,8 @@ cache_ttl: 2m
 offline_max_age: 24h
 cache_passwords: true
 password_cache_max_age: 8h
+watch_interval: 500ms
+watch_max_changes: 200
 `
 	var cfg Config
 	if err := yaml.Unmarshal([]byte(src), &cfg); err != nil {
@@ -182,7 +188,8 @@ password_cache_max_age: 8h
 		t.Fatal(err)
 	}
 	if cfg.Timeout != 3*time.Second || cfg.CacheTTL != 2*time.Minute || cfg.PasswordCacheMaxAge != 8*time.Hour ||
-		!cfg.CachePasswords || len(cfg.URLs) != 2 || cfg.KeyAttribute != KeyAltSecurityIdentities || cfg.PoolSize != 4 {
+		!cfg.CachePasswords || len(cfg.URLs) != 2 || cfg.KeyAttribute != KeyAltSecurityIdentities || cfg.PoolSize != 4 ||
+		cfg.WatchInterval != 500*time.Millisecond || cfg.WatchMaxChanges != 200 {
 		t.Errorf("decoded %+v", cfg)
 	}
 }
