@@ -88,6 +88,9 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 	if a.Directory, err = source.Open(cfg.Directory, log); err != nil {
 		return nil, fmt.Errorf("directory: %w", err)
 	}
+	if c, ok := a.Directory.(interface{ Collectors() []prometheus.Collector }); ok {
+		a.Registry.MustRegister(c.Collectors()...) // AD: its cache and change watch
+	}
 	nodeKeys, err := node.LoadHostKeys(cfg.Backend.KnownHosts, cfg.Backend.InsecureIgnoreHostKeys)
 	if err != nil {
 		return nil, err
