@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
@@ -58,6 +59,23 @@ type Config struct {
 	HostKey         string `yaml:"host_key"`
 	HostCertificate string `yaml:"host_certificate"`
 
+	// SSHDPath and SSHDConfig are the node's sshd and its configuration
+	// file: every SSHDCheckInterval the agent asks sshd its version and,
+	// on OpenSSH ≥ 9.8, its effective configuration (`sshd -T -f
+	// SSHDConfig`), and warns (log, and a warning the gateways show) when
+	// PerSourcePenalties are on without every gateway in
+	// PerSourcePenaltyExemptList (see sshdcheck.go). SSHDCheckInterval 0
+	// turns the check off. Defaults: /usr/sbin/sshd, /etc/ssh/sshd_config,
+	// 10m.
+	SSHDPath          string        `yaml:"sshd_path"`
+	SSHDConfig        string        `yaml:"sshd_config"`
+	SSHDCheckInterval time.Duration `yaml:"sshd_check_interval"`
+	// GatewayAddrs are the addresses (or names) the node's sshd sees the
+	// gateways connect from, for that check. Default: the hosts of
+	// cluster.join; set it when the gateways reach the nodes from other
+	// addresses than the one the agent sends to.
+	GatewayAddrs []string `yaml:"gateway_addrs"`
+
 	Cluster cluster.Config `yaml:"cluster"`
 }
 
@@ -74,7 +92,11 @@ func DefaultConfig() Config {
 		DrainFile:     "/var/lib/frontdoor/drain",
 		ProcRoot:      "/proc",
 		HostKey:       "/etc/ssh/ssh_host_ed25519_key",
-		Cluster:       cluster.DefaultConfig(),
+		SSHDPath:      "/usr/sbin/sshd",
+		SSHDConfig:    "/etc/ssh/sshd_config",
+
+		SSHDCheckInterval: 10 * time.Minute,
+		Cluster:           cluster.DefaultConfig(),
 	}
 }
 
@@ -128,6 +150,17 @@ func (c Config) Validate() error {
 	}
 	if c.DrainFile == "" {
 		errs = append(errs, errors.New("drain_file: must be set"))
+	}
+	if c.SSHDCheckInterval < 0 {
+		errs = append(errs, errors.New("sshd_check_interval: must not be negative (0 turns the check off)"))
+	}
+	if c.SSHDCheckInterval > 0 && c.SSHDPath == "" {
+		errs = append(errs, errors.New("sshd_path: must be set while sshd_check_interval is not 0"))
+	}
+	for i, g := range c.GatewayAddrs {
+		if g == "" || strings.ContainsAny(g, " /:") && net.ParseIP(g) == nil {
+			errs = append(errs, fmt.Errorf("gateway_addrs[%d]: %q is not an address or host name", i, g))
+		}
 	}
 	if c.HostKey == "" && !c.Cluster.Insecure {
 		errs = append(errs, errors.New("host_key: must be set: the agent signs its health with the node's host key"))

@@ -10,7 +10,7 @@ import (
 
 // Health is what an agent publishes about its login node. Every figure is
 // a claim of a machine whose root may be lost: a gateway takes it only
-// within the physical bounds of route/bounds.go (check), weighs the
+// within the physical bounds of route/bounds.go (Check), weighs the
 // sessions it observes itself above the claimed ones (Nodes), and takes
 // Pool and Addr from its inventory, never from here.
 type Health struct {
@@ -59,10 +59,11 @@ var knownWarnings = []string{WarnPenaltyNotExempt, WarnSSHDCheckFailed}
 // maxWarnings bounds Health.Warnings: the vocabulary is small.
 const maxWarnings = 8
 
-// check reports a figure no real node can have (route's physical bounds)
+// Check reports a figure no real node can have (route's physical bounds)
 // as an error naming it; at is when the health arrived, skew how far
-// ahead of it a measurement time may be.
-func (h Health) check(at time.Time, skew time.Duration) error {
+// ahead of it a measurement time may be. Gateways refuse such health and
+// count the node as lying; an agent checks its own before sending.
+func (h Health) Check(at time.Time, skew time.Duration) error {
 	counts := []struct {
 		name string
 		v    int

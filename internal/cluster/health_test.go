@@ -136,7 +136,7 @@ func FuzzHealth(f *testing.F) {
 		c.apply([]entry{e}, false)
 		h, ok := c.HealthOf("login1")
 		if ok {
-			if err := h.check(now, c.cfg.MaxClockSkew); err != nil {
+			if err := h.Check(now, c.cfg.MaxClockSkew); err != nil {
 				t.Fatalf("took impossible health %s: %v", v, err)
 			}
 		}

@@ -30,8 +30,8 @@ import (
 //     discovery), only if the key is that node's host key by name in the
 //     backend known_hosts (the same check as an SSH login to NAME:22), only
 //     if what it claims about its address and pool matches the inventory,
-//     and only if every figure is one a real machine can report (Health.
-//     check, route's bounds). An agent can therefore speak for its own
+//     and only if every figure is one a real machine can report
+//     (Health.Check, route's bounds). An agent can therefore speak for its own
 //     node only, only about its load, and within physical bounds. Every
 //     new version is also the node's proof of life (api.go, Nodes), which
 //     no other key can make.
@@ -352,7 +352,7 @@ func (c *Cluster) admit(e *entry, sealed bool, now time.Time) (skip bool, err er
 	return false, c.checkFigures(e, node, now)
 }
 
-// checkFigures refuses health no real node could report (Health.check).
+// checkFigures refuses health no real node could report (Health.Check).
 func (c *Cluster) checkFigures(e *entry, node string, now time.Time) error {
 	if e.Del {
 		return nil
@@ -361,7 +361,7 @@ func (c *Cluster) checkFigures(e *entry, node string, now time.Time) error {
 	if !ok {
 		return refuse(refusedMalformed, "%s: health value", node)
 	}
-	if err := h.check(now, c.cfg.MaxClockSkew); err != nil {
+	if err := h.Check(now, c.cfg.MaxClockSkew); err != nil {
 		return refuse(refusedImpossible, "%s: %v", node, err)
 	}
 	return nil

@@ -164,6 +164,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.metrics.unauthenticated(g.admit.unauthenticated)
 	if g.cluster != nil {
 		g.metrics.gossipRefusals(g.cluster.Refusals)
+		g.metrics.nodeWarnings(g.cluster.NodeWarnings)
 	}
 	if g.audit == nil {
 		a, err := audit.Open(cfg.Audit.File, opts.Logger)
@@ -453,6 +454,11 @@ type NodeInfo struct {
 	// NoAgent: no agent reports for the node; the gateway probes its sshd
 	// banner and scores it by sessions alone.
 	NoAgent bool `json:"no_agent,omitempty"`
+	// Lied: the node's agent recently sent health no real node could
+	// (impossible figures, another address or pool); no new logins.
+	Lied bool `json:"lied,omitempty"`
+	// Warnings the node's agent raises (cluster.Warn*).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Nodes is the gateway's current view of the login nodes.
@@ -464,12 +470,16 @@ func (g *Gateway) Nodes() []NodeInfo {
 	}
 	g.mu.Unlock()
 	var out []NodeInfo
+	var warnings map[string][]string
+	if g.cluster != nil {
+		warnings = g.cluster.NodeWarnings()
+	}
 	for _, n := range g.router.Nodes() {
 		out = append(out, NodeInfo{Name: n.Name, Pool: n.Pool, Addr: n.Addr, Alive: n.Alive, SSHDUp: n.SSHDUp,
 			Draining: n.Draining, HealthAt: n.HealthAt, Sessions: n.Sessions, MaxSessions: n.MaxSessions, Users: n.Users,
 			Load1: n.Load1, CPUs: n.CPUs, MemAvailFrac: n.MemAvailFrac, CPUPressure: n.CPUPressure,
 			MemPressure: n.MemPressure, RecentlyRouted: n.RecentlyRouted, Score: route.Score(n, g.cfg.Route.Weights),
-			Here: here[n.Name], NoAgent: n.NoAgent})
+			Here: here[n.Name], NoAgent: n.NoAgent, Lied: n.Lied, Warnings: warnings[n.Name]})
 	}
 	for name, why := range g.inv.notTaking() {
 		out = append(out, NodeInfo{Name: name, NotTaking: why, Here: here[name]})

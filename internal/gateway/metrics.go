@@ -53,8 +53,31 @@ func (m *metrics) unauthenticated(f func() int) {
 // reason (a rogue or misconfigured member shows here first).
 func (m *metrics) gossipRefusals(f func() map[string]uint64) {
 	m.reg.MustRegister(&refusalCollector{f: f, desc: prometheus.NewDesc("frontdoor_gossip_refused_total",
-		"Gossiped entries refused: unsigned or wrongly signed health, a node not in the inventory, an address or pool claim that does not match it, unsealed gateway state, versions ahead of the clock.",
+		"Gossiped entries refused: unsigned or wrongly signed health, a node not in the inventory, an address or pool claim that does not match it, impossible health figures, unsealed gateway state, versions ahead of the clock.",
 		[]string{"reason"}, nil)})
+}
+
+// nodeWarnings exports what the login nodes' agents warn about (a fixed
+// vocabulary, e.g. sshd_penalty_not_exempt), one series per node and
+// warning, for alerting.
+func (m *metrics) nodeWarnings(f func() map[string][]string) {
+	m.reg.MustRegister(&warningCollector{f: f, desc: prometheus.NewDesc("frontdoor_node_warning",
+		"A login node's agent warns about its node (1 while it does): sshd_penalty_not_exempt (sshd >= 9.8 penalises sources and does not exempt every gateway), sshd_check_failed.",
+		[]string{"node", "warning"}, nil)})
+}
+
+type warningCollector struct {
+	f    func() map[string][]string
+	desc *prometheus.Desc
+}
+
+func (w *warningCollector) Describe(ch chan<- *prometheus.Desc) { ch <- w.desc }
+func (w *warningCollector) Collect(ch chan<- prometheus.Metric) {
+	for node, ws := range w.f() {
+		for _, warning := range ws {
+			ch <- prometheus.MustNewConstMetric(w.desc, prometheus.GaugeValue, 1, node, warning)
+		}
+	}
 }
 
 type refusalCollector struct {
