@@ -457,7 +457,23 @@ func (c *Cluster) write(key string, val any) error {
 }
 
 // logWriter turns memberlist's "[LEVEL] memberlist: ..." lines into slog.
-type logWriter struct{ log *slog.Logger }
+// Warnings and errors are limited to logBurst a logWindow, the rest
+// counted in one line: memberlist logs every packet it refuses (a wrong
+// key or label) at error level, so anyone who can send the gateways a
+// packet could otherwise flood their log.
+type logWriter struct {
+	log *slog.Logger
+
+	mu         sync.Mutex // mu protects the following
+	window     time.Time  // start of the current window
+	n          int        // lines logged in it
+	suppressed int        // lines dropped in it
+}
+
+const (
+	logWindow = 10 * time.Second
+	logBurst  = 20
+)
 
 func (w *logWriter) Write(p []byte) (int, error) {
 	line := string(bytes.TrimSpace(p))
@@ -467,6 +483,25 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		lvl = slog.LevelError
 	case bytes.HasPrefix(p, []byte("[WARN]")):
 		lvl = slog.LevelWarn
+	}
+	if lvl > slog.LevelDebug {
+		now := time.Now()
+		w.mu.Lock()
+		if now.Sub(w.window) >= logWindow {
+			if w.suppressed > 0 {
+				w.log.Warn("cluster: memberlist warnings and errors suppressed", "count", w.suppressed, "window", logWindow)
+			}
+			w.window, w.n, w.suppressed = now, 0, 0
+		}
+		w.n++
+		drop := w.n > logBurst
+		if drop {
+			w.suppressed++
+		}
+		w.mu.Unlock()
+		if drop {
+			return len(p), nil
+		}
 	}
 	w.log.Log(context.Background(), lvl, line)
 	return len(p), nil
