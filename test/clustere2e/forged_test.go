@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"math"
 	"net/url"
 	"os"
@@ -180,15 +178,7 @@ func (w *world) stillBanned(ctx context.Context, g *gw, u *harness.User) error {
 // on a login node can run.
 func rogueMember(t *testing.T, name, label string, key []byte) *memberlist.Memberlist {
 	t.Helper()
-	mc := memberlist.DefaultLANConfig()
-	mc.Name, mc.BindAddr, mc.BindPort, mc.Label = name, "127.0.0.1", 0, label
-	mc.Logger = log.New(io.Discard, "", 0)
-	kr, err := memberlist.NewKeyring(nil, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mc.Keyring, mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = kr, true, true
-	ml, err := memberlist.Create(mc)
+	ml, err := forge.NewMember(name, label, key)
 	if err != nil {
 		t.Fatal(err)
 	}

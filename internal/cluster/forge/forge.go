@@ -13,9 +13,32 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 )
+
+// NewMember starts a bare memberlist member on 127.0.0.1 holding key
+// under label: what anyone with a pool's key can run besides frontdoor.
+// Shut it down when done.
+func NewMember(name, label string, key []byte) (*memberlist.Memberlist, error) {
+	mc := memberlist.DefaultLocalConfig()
+	mc.Name, mc.BindAddr, mc.BindPort, mc.Label = name, "127.0.0.1", 0, label
+	mc.Logger = log.New(io.Discard, "", 0)
+	kr, err := memberlist.NewKeyring(nil, key)
+	if err != nil {
+		return nil, fmt.Errorf("forge: %w", err)
+	}
+	mc.Keyring, mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = kr, true, true
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		return nil, fmt.Errorf("forge: %w", err)
+	}
+	return ml, nil
+}
 
 // memberlist's wire constants (net.go, label.go, security.go).
 const (

@@ -2,8 +2,6 @@ package forge
 
 import (
 	"fmt"
-	"io"
-	"log"
 	"math"
 	"testing"
 	"time"
@@ -19,15 +17,7 @@ func TestDeadIsTaken(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
 	const label = "forge-test"
 	start := func(name string) *memberlist.Memberlist {
-		mc := memberlist.DefaultLocalConfig()
-		mc.Name, mc.BindAddr, mc.BindPort, mc.Label = name, "127.0.0.1", 0, label
-		mc.Logger = log.New(io.Discard, "", 0)
-		kr, err := memberlist.NewKeyring(nil, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mc.Keyring, mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = kr, true, true
-		ml, err := memberlist.Create(mc)
+		ml, err := NewMember(name, label, key)
 		if err != nil {
 			t.Fatal(err)
 		}
