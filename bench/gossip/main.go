@@ -73,6 +73,7 @@ type Result struct {
 	Placement           []Placement  `json:"placement"`
 	Sticky              StickyResult `json:"sticky_reconnect"`
 	RefusedLogins       int          `json:"refused_logins"`
+	Steady              Cost         `json:"steady_cost"`
 	Targets             Targets      `json:"targets"`
 }
 
@@ -86,6 +87,8 @@ type Setup struct {
 	SuspicionMult    int     `json:"suspicion_mult"`
 	PushPullMS       float64 `json:"push_pull_interval_ms"`
 	AgentIntervalMS  float64 `json:"agent_publish_interval_ms"`
+	HeartbeatMS      float64 `json:"heartbeat_interval_ms"`
+	NodeDeadAfterMS  float64 `json:"node_dead_after_ms"`
 	Encrypted        bool    `json:"encrypted"`
 	Choices          int     `json:"route_choices"`
 	Seed             uint64  `json:"seed"`
@@ -194,6 +197,7 @@ func run(ctx context.Context, o opts) error {
 		ProbeIntervalMS: ms(dc.ProbeInterval), ProbeTimeoutMS: ms(dc.ProbeTimeout),
 		SuspicionMult: dc.SuspicionMult, PushPullMS: ms(dc.PushPullInterval),
 		AgentIntervalMS: ms(agentInterval), Choices: b.rcfg.Choices,
+		HeartbeatMS: ms(dc.HeartbeatInterval), NodeDeadAfterMS: ms(dc.NodeDeadAfter),
 		CPUs: runtime.NumCPU(),
 	}
 	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -201,8 +205,9 @@ func run(ctx context.Context, o opts) error {
 	}
 
 	start := time.Now()
+	var err error
 	// Agents republish every agentInterval like the real agent, from the
-	// moment they exist.
+	// moment they exist (and the cluster re-sends it every heartbeat).
 	pubCtx, stopPub := context.WithCancel(ctx)
 	var pubWG sync.WaitGroup
 	defer func() { stopPub(); pubWG.Wait() }()
@@ -224,8 +229,12 @@ func run(ctx context.Context, o opts) error {
 	}
 	res.StartupConvergeMS = ms(time.Since(start))
 	logf("cluster of %d converged in %.0f ms", o.agents+o.gateways, res.StartupConvergeMS)
+	if res.Steady, err = steadyCost(ctx, 30*time.Second); err != nil {
+		return err
+	}
+	logf("steady state: %.0f UDP packets/s (%.0f kB/s), %.2f TCP streams/s, %.3f cores busy",
+		res.Steady.UDPPacketsPerS, res.Steady.UDPBytesPerS/1000, res.Steady.TCPStreamsPerS, res.Steady.CPUCores)
 
-	var err error
 	if res.HealthPropagationMS, err = b.propagation(ctx); err != nil {
 		return err
 	}
@@ -315,6 +324,7 @@ func (b *bench) memberConfig(name string, join ...string) cluster.Config {
 	c.Name = name
 	c.BindAddr = "127.0.0.1"
 	c.BindPort = 0
+	c.GatewayPort = 0
 	c.Join = join
 	c.Label = "frontdoor-bench"
 	c.SecretKeys = []string{b.key}
@@ -324,11 +334,10 @@ func (b *bench) memberConfig(name string, join ...string) cluster.Config {
 func (b *bench) startCluster(ctx context.Context, agentsUp func()) error {
 	log := slog.New(slog.DiscardHandler)
 	for i := range b.o.gateways {
-		var join []string
+		cfg := b.memberConfig(fmt.Sprintf("gw%d", i+1))
 		if i > 0 {
-			join = []string{b.gws[0].LocalAddr()}
+			cfg.GatewayJoin = []string{b.gws[0].GatewayAddr()}
 		}
-		cfg := b.memberConfig(fmt.Sprintf("gw%d", i+1), join...)
 		cfg.GatewayKeys = []string{b.gatewayKey}
 		c, err := cluster.Start(ctx, cfg, cluster.Options{Role: cluster.RoleGateway, Logger: log, Inventory: b.inv})
 		if err != nil {
@@ -336,14 +345,18 @@ func (b *bench) startCluster(ctx context.Context, agentsUp func()) error {
 		}
 		b.gws = append(b.gws, c)
 	}
+	// Every agent sends to every gateway, as agent.yaml's join lists them.
+	var gateways []string
+	for _, g := range b.gws {
+		gateways = append(gateways, g.LocalAddr())
+	}
 	for i := range b.o.agents {
-		seed := b.gws[i%len(b.gws)].LocalAddr()
 		name := fmt.Sprintf("login%02d", i+1)
 		hk, err := b.inv.add(name)
 		if err != nil {
 			return err
 		}
-		c, err := cluster.Start(ctx, b.memberConfig(name, seed), cluster.Options{Role: cluster.RoleAgent, Logger: log, HostKey: hk})
+		c, err := cluster.Start(ctx, b.memberConfig(name, gateways...), cluster.Options{Role: cluster.RoleAgent, Logger: log, HostKey: hk})
 		if err != nil {
 			return err
 		}
@@ -356,8 +369,8 @@ func (b *bench) startCluster(ctx context.Context, agentsUp func()) error {
 	agentsUp()
 	return waitFor(ctx, 2*time.Minute, func() error {
 		for _, gw := range b.gws {
-			if n := len(gw.Members()); n != b.o.agents+b.o.gateways {
-				return fmt.Errorf("%s sees %d members", gw.Name(), n)
+			if n := len(gw.Members()); n != b.o.gateways {
+				return fmt.Errorf("%s sees %d gateways", gw.Name(), n)
 			}
 			if n := len(candidates(gw.Nodes(), time.Now(), b.rcfg)); n != b.o.agents {
 				return fmt.Errorf("%s sees %d candidate nodes", gw.Name(), n)
