@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -565,6 +567,96 @@ func TestRoutedCountsUntilMeasured(t *testing.T) {
 	eventually(t, waitLong, func() error {
 		if ns := gw2.Nodes(); len(ns) != 1 || ns[0].RecentlyRouted != 0 || ns[0].Sessions != 4 {
 			return fmt.Errorf("nodes %+v", ns)
+		}
+		return nil
+	})
+}
+
+// oldGateway is a gateway of the release with one shared pool, as far as
+// this one can tell: a member of the agent port's pool with the gateway
+// role that sends and receives sealed gateway state there.
+type oldGateway struct {
+	mu  sync.Mutex
+	got [][]byte // sealed messages received
+}
+
+func (d *oldGateway) NodeMeta(int) []byte { return []byte(RoleGateway) }
+func (d *oldGateway) NotifyMsg(b []byte) {
+	if len(b) > 0 && b[0] == msgSealed {
+		d.mu.Lock()
+		d.got = append(d.got, slices.Clone(b))
+		d.mu.Unlock()
+	}
+}
+func (d *oldGateway) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (d *oldGateway) LocalState(bool) []byte                     { return []byte("{}") }
+func (d *oldGateway) MergeRemoteState([]byte, bool)              {}
+
+func (d *oldGateway) received() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.got)
+}
+
+// TestSinglePoolCompat: during a rolling upgrade (single_pool_compat) a
+// gateway of this release exchanges sealed gateway state with a gateway of
+// the previous release over the old pool, and counts its sessions while
+// that pool says it is alive; without the setting it takes nothing sealed
+// on the agent port.
+func TestSinglePoolCompat(t *testing.T) {
+	cfg := gatewayConfig("gw-new")
+	cfg.SinglePoolCompat = true
+	gwNew := start(t, cfg, RoleGateway)
+	gwStrict := start(t, gatewayConfig("gw-strict"), RoleGateway)
+	agentKeys, _ := decodeKeys("k", []string{testKey})
+	old := &oldGateway{}
+	oldMember := rawMemberWith(t, "gw-old", "frontdoor-test", agentKeys, old)
+	if _, err := oldMember.Join([]string{gwNew.LocalAddr(), gwStrict.LocalAddr()}); err != nil {
+		t.Fatal(err)
+	}
+	seal := judge(t)
+	seal.cfg.Label = "frontdoor-test"
+	now := time.Now()
+	msg, err := seal.sealEntries(msgSealed, []entry{
+		{Key: "s/gw-old/n1/alice", Ver: uint64(now.UnixNano()), Origin: "gw-old", Val: val(t, sessionVal{N: 1})},
+		{Key: "d/n1", Ver: uint64(now.UnixNano()), Origin: "gw-old", Val: val(t, drainVal{Draining: true, Until: now.Add(time.Hour)})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gw := range []*Cluster{gwNew, gwStrict} {
+		if err := oldMember.SendToAddress(memberlist.Address{Addr: gw.LocalAddr()}, append([]byte{msgSealed}, msg...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, waitLong, func() error {
+		if ss := gwNew.Sessions(); len(ss) != 1 || ss[0].Gateway != "gw-old" {
+			return fmt.Errorf("gw-new sessions %+v", ss)
+		}
+		if gwStrict.Refusals()[refusedSealedAgentPort] == 0 {
+			return fmt.Errorf("gw-strict refusals %v", gwStrict.Refusals())
+		}
+		return nil
+	})
+	if ss := gwStrict.Sessions(); len(ss) != 0 {
+		t.Fatalf("gw-strict took gateway state from the agent port: %+v", ss)
+	}
+	// The new gateway's writes reach the old one over the old pool.
+	if err := gwNew.Drain("n2", true, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, waitLong, func() error {
+		if old.received() == 0 {
+			return errors.New("the old gateway got nothing")
+		}
+		return nil
+	})
+	// The old gateway leaves: its sessions stop counting.
+	oldMember.Leave(time.Second)
+	oldMember.Shutdown()
+	eventually(t, waitDeath, func() error {
+		if ss := gwNew.Sessions(); len(ss) != 0 {
+			return fmt.Errorf("sessions of a gateway gone: %+v", ss)
 		}
 		return nil
 	})
