@@ -46,9 +46,12 @@
 // on it, are still heard.
 //
 // Costs, measured with bench/gossip (50 agents, 3 gateways, loopback;
-// figures in BENCHMARKS.md): health reaches every gateway in one UDP
-// packet per gateway; each gateway receives agents/HeartbeatInterval
-// packets a second plus changes, and verifies one signature per packet.
+// BENCHMARKS.md): health reaches every gateway in one UDP packet each (p99
+// 43 ms); each gateway receives agents/HeartbeatInterval packets a second
+// plus changes and verifies one signature per packet; the whole cluster
+// sent 156 packets/s (62 kB/s) and used 0.10 cores at rest, against 2280
+// packets/s and 1.04 cores for the single pool at the same 1 s freshness;
+// a crashed node was out after 3.98–4.03 s.
 //
 // # Upgrading from the single pool
 //
