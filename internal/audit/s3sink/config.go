@@ -13,7 +13,9 @@ type Config struct {
 	// Bucket receives the audit objects.
 	Bucket string `yaml:"bucket"`
 	// Prefix is the key prefix: objects are
-	// PREFIX/yyyy/mm/dd/GATEWAY-SEQ.jsonl.gz. Default "audit".
+	// PREFIX/GATEWAY/yyyy/mm/dd/CHAIN-SEQ.jsonl.gz (layout.go), and each
+	// gateway's IAM policy should allow it PREFIX/GATEWAY/* only. Default
+	// "audit".
 	Prefix string `yaml:"prefix"`
 	// Region is the bucket's region. Default: the SDK's chain (AWS_REGION,
 	// the profile).
@@ -40,11 +42,17 @@ type Config struct {
 	// Default /var/lib/frontdoor/audit-s3 (the systemd unit's
 	// StateDirectory, writable under ProtectSystem=strict).
 	SpoolDir string `yaml:"spool_dir"`
-	// SpoolMaxBytes caps the spool. When it is full, new events are
-	// dropped (counted in frontdoor_audit_s3_dropped_events_total and
-	// logged as errors) until uploads make room; the audit file, if
-	// configured, still has them. Default 1 GiB.
+	// SpoolMaxBytes caps the spool. When it is full, failed
+	// authentications already spooled are shed first; then new events are
+	// dropped (counted in frontdoor_audit_s3_dropped_events_total by class
+	// and logged) until uploads make room; the audit file, if configured,
+	// still has them. Default 1 GiB.
 	SpoolMaxBytes int64 `yaml:"spool_max_bytes"`
+	// SpoolUnauthenticatedMaxBytes is the most of the spool that failed
+	// authentications (which any stranger can produce) may take, so that
+	// during an S3 outage a flood of them never displaces session and
+	// admin records. Default a quarter of spool_max_bytes.
+	SpoolUnauthenticatedMaxBytes int64 `yaml:"spool_unauthenticated_max_bytes"`
 }
 
 // Defaults returns c with every unset field at its default.
@@ -64,6 +72,9 @@ func (c Config) Defaults() Config {
 	}
 	if c.SpoolMaxBytes == 0 {
 		c.SpoolMaxBytes = 1 << 30
+	}
+	if c.SpoolUnauthenticatedMaxBytes == 0 {
+		c.SpoolUnauthenticatedMaxBytes = c.SpoolMaxBytes / 4
 	}
 	return c
 }
@@ -127,6 +138,9 @@ func (c Config) Validate() error {
 	}
 	if c.SpoolMaxBytes < 64<<10 {
 		add("spool_max_bytes", "must be at least 65536")
+	}
+	if c.SpoolUnauthenticatedMaxBytes < 4<<10 || c.SpoolUnauthenticatedMaxBytes > c.SpoolMaxBytes/2 {
+		add("spool_unauthenticated_max_bytes", "must be between 4096 and half of spool_max_bytes (%d), got %d", c.SpoolMaxBytes/2, c.SpoolUnauthenticatedMaxBytes)
 	}
 	return errors.Join(errs...)
 }

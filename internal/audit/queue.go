@@ -1,0 +1,178 @@
+package audit
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// How an event travels from Record to a destination, written down before
+// the code:
+//
+//   - Each destination (the audit file, each sink) has its own queue and
+//     its own writer goroutine. Record only appends to the queues and
+//     returns: it never waits for a disk, a sink or another destination,
+//     and no lock is held around any I/O. A stalled disk stalls its own
+//     writer, not the logins.
+//   - A queue is bounded per class: Options.QueueEvents authenticated
+//     events and Options.UnauthenticatedQueueEvents unauthenticated ones,
+//     counting the batch the writer is writing. Whatever does not fit is
+//     dropped at once (counted in frontdoor_audit_dropped_events_total by
+//     destination and class, and logged at most once per
+//     Options.ReportInterval); a flood of failed logins fills only its
+//     own budget.
+//   - The writer takes everything queued as one batch, writes it, and
+//     only then releases its places in the queue. Order is kept.
+//   - Close stops taking events and waits (bounded) for every writer to
+//     write what it holds.
+
+// queued is one event waiting in a destination's queue.
+type queued struct {
+	e Event
+	c Class
+}
+
+// output is one destination of a Logger.
+type output struct {
+	name  string
+	write func([]Event) // writes a batch; may block for as long as it likes
+	limit [numClasses]int
+	log   *slog.Logger
+	m     *metrics
+	every time.Duration
+	now   func() time.Time
+
+	wake chan struct{} // something was queued, or the queue was closed
+	done chan struct{} // closed when the writer returned
+
+	mu sync.Mutex // mu protects the following
+	// queue is FIFO; spare is the writer's last batch, reused.
+	queue, spare []queued
+	// held counts queued events and those in the batch being written.
+	held   [numClasses]int
+	closed bool
+	// dropped counts drops since the last report line.
+	dropped    [numClasses]int64
+	lastReport time.Time
+}
+
+func newOutput(name string, write func([]Event), opts Options, log *slog.Logger, m *metrics) *output {
+	o := &output{name: name, write: write, log: log, m: m, every: opts.ReportInterval, now: time.Now,
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	o.limit[ClassAuthenticated] = opts.QueueEvents
+	o.limit[ClassUnauthenticated] = opts.UnauthenticatedQueueEvents
+	go o.run()
+	return o
+}
+
+// put queues e, or drops it if its class has no room. It never blocks
+// on anything but mu, which is never held around I/O.
+func (o *output) put(e Event, c Class) {
+	o.mu.Lock()
+	if o.closed || o.held[c] >= o.limit[c] {
+		reason := "queue_full"
+		if o.closed {
+			reason = "closed"
+		}
+		o.dropLocked(c, reason)
+		o.mu.Unlock()
+		return
+	}
+	o.queue = append(o.queue, queued{e, c})
+	o.held[c]++
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (o *output) dropLocked(c Class, reason string) {
+	o.m.dropped.WithLabelValues(o.name, c.String(), reason).Inc()
+	o.dropped[c]++
+	if now := o.now(); now.Sub(o.lastReport) >= o.every {
+		o.reportLocked(now)
+	}
+}
+
+// reportLocked logs the drops since the last report: an error when
+// authenticated events were lost, a warning when only the noise was.
+func (o *output) reportLocked(now time.Time) {
+	auth, unauth := o.dropped[ClassAuthenticated], o.dropped[ClassUnauthenticated]
+	if auth+unauth == 0 {
+		return
+	}
+	attrs := []any{"output", o.name, "dropped_authenticated", auth, "dropped_unauthenticated", unauth,
+		"queue_limit", o.limit[ClassAuthenticated], "unauthenticated_queue_limit", o.limit[ClassUnauthenticated]}
+	if auth > 0 {
+		o.log.Error("AUDIT EVENTS DROPPED: the audit writer cannot keep up (stalled disk or sink?)", attrs...)
+	} else {
+		o.log.Warn("audit: dropping failed-authentication events: their queue is full (session and admin events are kept)", attrs...)
+	}
+	o.dropped = [numClasses]int64{}
+	o.lastReport = now
+}
+
+// run is the writer: it writes what is queued, batch by batch, until the
+// output is closed and empty.
+func (o *output) run() {
+	defer close(o.done)
+	for {
+		o.mu.Lock()
+		batch := o.queue
+		o.queue = o.spare[:0]
+		closed := o.closed
+		o.mu.Unlock()
+		if len(batch) == 0 {
+			if closed {
+				o.mu.Lock()
+				o.reportLocked(o.now())
+				o.mu.Unlock()
+				return
+			}
+			<-o.wake
+			continue
+		}
+		evs := make([]Event, len(batch))
+		for i, q := range batch {
+			evs[i] = q.e
+		}
+		o.write(evs)
+		o.mu.Lock()
+		for _, q := range batch {
+			o.held[q.c]--
+		}
+		clear(batch) // drop references to the events' strings
+		o.spare = batch
+		if now := o.now(); now.Sub(o.lastReport) >= o.every {
+			o.reportLocked(now)
+		}
+		o.mu.Unlock()
+	}
+}
+
+// close stops taking events and waits until the writer has written what
+// it holds or ctx ends; it reports whether the writer finished.
+func (o *output) close(ctx context.Context) bool {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-o.done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// pending is how many events the output still holds.
+func (o *output) pending() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.held[ClassAuthenticated] + o.held[ClassUnauthenticated]
+}
