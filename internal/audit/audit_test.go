@@ -70,19 +70,35 @@ func noise(i int) Event {
 	return Event{Type: TypeAuth, Gateway: "gw1", User: fmt.Sprintf("probe%04d", i), Src: "198.51.100.7:4242", Result: ResultFail, Reason: "no such user"}
 }
 
-// readLines decodes JSON lines from r until want events came or r ends.
-func readLines(t *testing.T, r io.Reader, want int) []Event {
-	t.Helper()
+// readLines decodes JSON lines from r until want events came or r ends;
+// a line that does not decode becomes an event of type "bad: ...". It
+// runs on goroutines of its own, so it does not fail the test itself.
+func readLines(r io.Reader, want int) []Event {
 	var out []Event
 	sc := bufio.NewScanner(r)
 	for len(out) < want && sc.Scan() {
 		var e Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
+			e.Type = "bad: " + err.Error()
 		}
 		out = append(out, e)
 	}
 	return out
+}
+
+// readWithin reads want events from r, failing the test if they do not
+// come within d.
+func readWithin(t *testing.T, r io.Reader, want int, d time.Duration) []Event {
+	t.Helper()
+	got := make(chan []Event, 1)
+	go func() { got <- readLines(r, want) }()
+	select {
+	case evs := <-got:
+		return evs
+	case <-time.After(d):
+		t.Fatalf("%d events not written within %s", want, d)
+		return nil
+	}
 }
 
 // A destination whose writes block (a pipe nobody reads: a hung disk)
@@ -103,22 +119,24 @@ func TestRecordNeverBlocksOnAStalledWriter(t *testing.T) {
 		t.Errorf("dropped %v of %d with room for %d", dropped, 3*limit, limit)
 	}
 	// The writer unblocks: everything queued is written, in order.
-	got := make(chan []Event)
-	go func() { got <- readLines(t, pr, limit) }()
-	var evs []Event
-	select {
-	case evs = <-got:
-	case <-time.After(10 * time.Second):
-		t.Fatal("queued events not written after the writer unblocked")
-	}
+	evs := readWithin(t, pr, limit, 10*time.Second)
 	for i, e := range evs {
 		if e.Session != session(i).Session {
 			t.Fatalf("event %d is %s: lost or out of order", i, e.Session)
 		}
 	}
-	// Room again: a new event goes through.
+	// Room again once the writer has let go of its batch: a new event goes
+	// through.
+	out := (*l.outputs.Load())[0]
+	deadline := time.Now().Add(10 * time.Second)
+	for out.pending() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events still held after they were written", out.pending())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	l.Record(session(1000))
-	if evs := readLines(t, pr, 1); len(evs) != 1 || evs[0].Session != "s1000" {
+	if evs := readWithin(t, pr, 1, 10*time.Second); len(evs) != 1 || evs[0].Session != "s1000" {
 		t.Errorf("after the stall: %+v", evs)
 	}
 	go io.Copy(io.Discard, pr)
@@ -149,7 +167,7 @@ func TestNoiseNeverDisplacesSessions(t *testing.T) {
 	if v := testutil.ToFloat64(l.metrics.dropped.WithLabelValues("file", "authenticated", "queue_full")); v != 0 {
 		t.Errorf("session events dropped: %v", v)
 	}
-	evs := readLines(t, pr, 8+50)
+	evs := readWithin(t, pr, 8+50, 10*time.Second)
 	sessions := 0
 	for _, e := range evs {
 		if e.Type == TypeSessionStart {

@@ -120,20 +120,20 @@ func (o *output) run() {
 	defer close(o.done)
 	for {
 		o.mu.Lock()
-		batch := o.queue
-		o.queue = o.spare[:0]
-		closed := o.closed
-		o.mu.Unlock()
-		if len(batch) == 0 {
-			if closed {
-				o.mu.Lock()
-				o.reportLocked(o.now())
-				o.mu.Unlock()
-				return
-			}
+		for len(o.queue) == 0 && !o.closed {
+			o.mu.Unlock()
 			<-o.wake
-			continue
+			o.mu.Lock()
 		}
+		if len(o.queue) == 0 { // closed and empty
+			o.reportLocked(o.now())
+			o.mu.Unlock()
+			return
+		}
+		// The queue becomes the batch; the last batch's array, the queue.
+		batch := o.queue
+		o.queue, o.spare = o.spare[:0], nil
+		o.mu.Unlock()
 		evs := make([]Event, len(batch))
 		for i, q := range batch {
 			evs[i] = q.e
@@ -144,7 +144,7 @@ func (o *output) run() {
 			o.held[q.c]--
 		}
 		clear(batch) // drop references to the events' strings
-		o.spare = batch
+		o.spare = batch[:0]
 		if now := o.now(); now.Sub(o.lastReport) >= o.every {
 			o.reportLocked(now)
 		}

@@ -194,6 +194,9 @@ func (s *Sink) totalLocked() int64 {
 // shed for an authenticated event; what still does not fit is dropped
 // (counted and logged).
 func (s *Sink) Record(e audit.Event) {
+	if e.Time.IsZero() { // audit.Logger sets it; every record has one
+		e.Time = s.now()
+	}
 	c := audit.ClassOf(e)
 	line, err := json.Marshal(e)
 	if err != nil {
