@@ -172,6 +172,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		}
 		g.audit, g.ownAudit = a, true
 	}
+	g.metrics.reg.MustRegister(g.audit.Collectors()...)
 	return g, nil
 }
 

@@ -294,7 +294,7 @@ func TestShipping(t *testing.T) {
 	}
 	for _, h := range f.headers {
 		if h.Get("X-Amz-Server-Side-Encryption") != "AES256" || h.Get("If-None-Match") != "*" || h.Get("X-Amz-Meta-Sha256") == "" ||
-			h.Get("X-Amz-Checksum-Sha256") == "" {
+			h.Get("X-Amz-Checksum-Sha256") == "" || h.Get("X-Amz-Sdk-Checksum-Algorithm") != "SHA256" {
 			t.Errorf("PUT headers: sse=%q if-none-match=%q sha=%q checksum=%q", h.Get("X-Amz-Server-Side-Encryption"),
 				h.Get("If-None-Match"), h.Get("X-Amz-Meta-Sha256"), h.Get("X-Amz-Checksum-Sha256"))
 		}

@@ -79,8 +79,9 @@ func (s *Sink) upload() error {
 		IfNoneMatch: aws.String("*"),
 		// An explicit checksum: S3 checks the body with it, and a bucket
 		// with Object Lock default retention requires one.
-		ChecksumSHA256: aws.String(base64.StdEncoding.EncodeToString(sum[:])),
-		Metadata:       map[string]string{metaSHA256: digest, metaEvents: strconv.Itoa(lf.header.Events)},
+		ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
+		ChecksumSHA256:    aws.String(base64.StdEncoding.EncodeToString(sum[:])),
+		Metadata:          map[string]string{metaSHA256: digest, metaEvents: strconv.Itoa(lf.header.Events)},
 	}
 	switch s.cfg.SSE {
 	case "AES256":
