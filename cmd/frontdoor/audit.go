@@ -20,7 +20,7 @@ func init() {
 	})
 }
 
-const auditVerifyUsage = "frontdoor audit verify [--config FILE] [--gateway NAME] [-o table|json] [--timeout D] [s3://bucket/prefix]"
+const auditVerifyUsage = "frontdoor audit verify [--config FILE] [--gateway NAME] [--retention-days N] [-o table|json] [--timeout D] [s3://bucket/prefix]"
 
 func runAuditVerify(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
@@ -29,10 +29,11 @@ func runAuditVerify(ctx context.Context, args []string, out io.Writer) error {
 	gateway := fs.String("gateway", "", "verify only this gateway's prefix")
 	timeout := fs.Duration("timeout", 30*time.Minute, "limit for the whole command")
 	concurrency := fs.Int("concurrency", 8, "objects read at once")
+	retention := fs.Int("retention-days", 0, "the bucket's lifecycle expiry in days (0: none): a chain whose oldest batches are gone is fine when what is left is that old")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 1 || (*format != "table" && *format != "json") || *concurrency < 1 {
+	if fs.NArg() > 1 || (*format != "table" && *format != "json") || *concurrency < 1 || *retention < 0 {
 		return fmt.Errorf("%w: %s", errUsage, auditVerifyUsage)
 	}
 	// The bucket and how to reach it: the audit.s3 section (the sink's own
@@ -67,7 +68,7 @@ func runAuditVerify(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer tr.CloseIdleConnections()
 	rep, err := verify.Verify(ctx, verify.S3{API: client, Bucket: sc.Bucket, CallTimeout: time.Minute},
-		verify.Options{Prefix: sc.Prefix, Gateway: *gateway, Concurrency: *concurrency})
+		verify.Options{Prefix: sc.Prefix, Gateway: *gateway, Concurrency: *concurrency, RetentionDays: *retention})
 	if err != nil {
 		return fmt.Errorf("audit verify: %w", err)
 	}

@@ -92,7 +92,9 @@ func inspect(o Object, k s3sink.Key, body []byte, readErr error) found {
 
 // check puts the objects together: foreign keys, chains, and objects from
 // before chaining.
-func check(prefix string, objs []found) *Report {
+// Objects written before expiring may be the oldest left after a
+// lifecycle expiry (zero: nothing expires).
+func check(prefix string, objs []found, expiring time.Time) *Report {
 	r := &Report{Prefix: prefix, Chains: []Chain{}, Problems: []Problem{}}
 	chains := map[[2]string][]*found{}
 	legacy := map[string][]*found{}
@@ -118,7 +120,7 @@ func check(prefix string, objs []found) *Report {
 	for _, id := range slices.SortedFunc(maps.Keys(chains), func(a, b [2]string) int {
 		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
 	}) {
-		c, problems := checkChain(chains[id])
+		c, problems := checkChain(chains[id], expiring)
 		r.Chains = append(r.Chains, c)
 		r.Problems = append(r.Problems, problems...)
 	}
@@ -147,7 +149,7 @@ func check(prefix string, objs []found) *Report {
 
 // checkChain checks one chain's objects (one gateway, one chain name) for
 // gaps, duplicates and links.
-func checkChain(objs []*found) (Chain, []Problem) {
+func checkChain(objs []*found, expiring time.Time) (Chain, []Problem) {
 	slices.SortFunc(objs, func(a, b *found) int {
 		return cmp.Or(cmp.Compare(a.key.Seq, b.key.Seq), cmp.Compare(a.obj.Key, b.obj.Key))
 	})
@@ -170,7 +172,9 @@ func checkChain(objs []*found) (Chain, []Problem) {
 		group := objs[i:j]
 		seq := group[0].key.Seq
 		if seq > expect {
-			if prev == nil {
+			if prev == nil && group[0].obj.Modified.Before(expiring) {
+				c.Expired = seq - 1 // the head of the chain expired, as the lifecycle says
+			} else if prev == nil {
 				p(group[0], KindGap, "", "seq %s missing: the chain's first batch found is seq %d", span(expect, seq-1), seq)
 			} else {
 				p(group[0], KindGap, prev.obj.Key, "seq %s missing between %s and %s", span(expect, seq-1), prev.obj.Key, group[0].obj.Key)

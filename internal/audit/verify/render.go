@@ -37,8 +37,12 @@ func WriteTable(w io.Writer, r *Report) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "GATEWAY\tCHAIN\tSEQ\tBATCHES\tEVENTS\tFROM\tTO\tDROPPED\tPROBLEMS\tSTARTED BECAUSE")
 		for _, c := range r.Chains {
+			started := orDash(c.Started)
+			if c.Expired > 0 {
+				started = fmt.Sprintf("(seq 1-%d expired)", c.Expired)
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%d-%d\t%d\t%d\t%s\t%s\t%s\t%d\t%s\n", c.Gateway, c.Name, c.FirstSeq, c.LastSeq, c.Batches, c.Events,
-				stamp(c.From), stamp(c.To), drops(c.Dropped), c.Problems, orDash(c.Started))
+				stamp(c.From), stamp(c.To), drops(c.Dropped), c.Problems, started)
 		}
 		tw.Flush()
 	}

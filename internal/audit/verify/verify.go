@@ -68,6 +68,13 @@ type Options struct {
 	// MaxObjectBytes: a larger object is a problem and not read. Default
 	// 256 MiB (a batch is at most batch_max_events lines).
 	MaxObjectBytes int64
+	// RetentionDays is when the bucket's lifecycle expires objects (0:
+	// never). The oldest batches of a chain may then be gone: a chain whose
+	// first batch found is not seq 1 is not a gap if that batch is itself
+	// within two days of expiring; younger, it is.
+	RetentionDays int
+	// Now is the clock for RetentionDays. Default time.Now.
+	Now func() time.Time
 }
 
 // Problem kinds: stable strings, for scripts reading -o json.
@@ -110,7 +117,10 @@ type Chain struct {
 	From time.Time `json:"from"`
 	To   time.Time `json:"to"`
 	// Started is why the chain began (seq 1's header), if seq 1 is there.
-	Started  string `json:"started,omitempty"`
+	Started string `json:"started,omitempty"`
+	// Expired is the last seq of the chain's head that is gone as the
+	// bucket's lifecycle expires it (Options.RetentionDays); 0: none.
+	Expired  uint64 `json:"expired_through_seq,omitempty"`
 	FirstKey string `json:"first_key"`
 	LastKey  string `json:"last_key"`
 	// Dropped sums what the gateway's spool said it dropped, by class.
@@ -163,7 +173,14 @@ func Verify(ctx context.Context, src Source, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := check(opts.Prefix, found)
+	var expiring time.Time // objects written before it are about to expire
+	if opts.RetentionDays > 0 {
+		if opts.Now == nil {
+			opts.Now = time.Now
+		}
+		expiring = opts.Now().Add(-time.Duration(opts.RetentionDays-2) * 24 * time.Hour)
+	}
+	r := check(opts.Prefix, found, expiring)
 	r.Objects = len(objs)
 	return r, nil
 }

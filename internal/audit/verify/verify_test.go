@@ -334,3 +334,31 @@ func TestBadStartsAndSizes(t *testing.T) {
 		t.Errorf("objects over the size limit: %+v", r.Problems)
 	}
 }
+
+// With the bucket's lifecycle expiring objects after RetentionDays, a
+// chain whose oldest batches are gone is fine when what is left is that
+// old; the same hole in a young chain is a gap.
+func TestExpiredHead(t *testing.T) {
+	b := newBucket(t)
+	b.ship(t, "gw1", 0, 15)
+	k := b.keys(t, "gw1")
+	b.delete(t, k[0])
+	src := S3{API: b.client, Bucket: bucketName}
+	written := b.clock.Now()
+	for _, tc := range []struct {
+		age     time.Duration
+		expired uint64
+		ok      bool
+	}{
+		{399 * 24 * time.Hour, 1, true},
+		{10 * 24 * time.Hour, 0, false},
+	} {
+		r, err := Verify(context.Background(), src, Options{Prefix: "audit", RetentionDays: 400, Now: func() time.Time { return written.Add(tc.age) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.OK != tc.ok || r.Chains[0].Expired != tc.expired {
+			t.Errorf("head gone, the rest %s old: ok %v, expired through %d; problems %+v", tc.age, r.OK, r.Chains[0].Expired, r.Problems)
+		}
+	}
+}
