@@ -2,9 +2,11 @@
 // JSON object per line, for every auth attempt and every session start and
 // end. Audit events carry the precise reasons the SSH client is never told.
 //
-// Recording is off the login path: Record hands the event to a bounded
-// queue per destination (the audit file, each sink such as S3) and
-// returns; a writer goroutine per destination does the I/O (queue.go).
+// Recording never holds up a login on a stuck disk: Record hands the
+// event to a bounded queue per destination (the audit file, each sink
+// such as S3), where a writer goroutine per destination does the I/O, and
+// waits for the write only while the destination keeps up, and at most
+// Options.WriteWait (queue.go).
 // Failed authentications, which any stranger can produce, have a budget
 // of their own in every queue (class.go), so they never push out session
 // and admin records. Reading records back — the audit file, S3 batches
@@ -92,12 +94,19 @@ type Options struct {
 	// CloseTimeout bounds how long Close waits for the destinations to
 	// write what they hold. Default 30s.
 	CloseTimeout time.Duration
+	// WriteWait is the most Record waits for its event to be written
+	// (queue.go: write-through while the disk is healthy). A destination
+	// whose writer has been busy longer is not waited for at all. Default
+	// 100ms; negative: never wait.
+	WriteWait time.Duration
 }
 
 // DefaultOptions are the queue bounds a gateway uses: 8192 + 1024 events
-// (a few MiB) per destination, drops reported once a minute.
+// (a few MiB) per destination, drops reported once a minute, write-through
+// for up to 100ms.
 func DefaultOptions() Options {
-	return Options{QueueEvents: 8192, UnauthenticatedQueueEvents: 1024, ReportInterval: time.Minute, CloseTimeout: 30 * time.Second}
+	return Options{QueueEvents: 8192, UnauthenticatedQueueEvents: 1024, ReportInterval: time.Minute, CloseTimeout: 30 * time.Second,
+		WriteWait: 100 * time.Millisecond}
 }
 
 func (o Options) withDefaults() Options {
@@ -113,6 +122,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CloseTimeout <= 0 {
 		o.CloseTimeout = d.CloseTimeout
+	}
+	if o.WriteWait == 0 {
+		o.WriteWait = d.WriteWait
 	}
 	return o
 }
@@ -209,9 +221,10 @@ func (l *Logger) AddSink(s Sink) {
 // Collectors are the Logger's metrics, for the caller's registry.
 func (l *Logger) Collectors() []prometheus.Collector { return l.metrics.collectors() }
 
-// Record queues one event for every destination and returns: it never
-// waits for a disk or a sink. An event a full queue has no room for is
-// dropped, counted and logged (see Options).
+// Record queues one event for every destination and, while they keep up,
+// waits until it is written — at most Options.WriteWait, and not at all
+// for a destination that is stuck (queue.go). An event a full queue has
+// no room for is dropped, counted and logged (see Options).
 func (l *Logger) Record(e Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
@@ -227,8 +240,25 @@ func (l *Logger) Record(e Event) {
 		slog.String("src", e.Src), slog.String("node", e.Node), slog.String("method", e.Method),
 		slog.String("result", e.Result), slog.String("reason", e.Reason))
 	c := ClassOf(e)
-	for _, o := range *l.outputs.Load() {
-		o.put(e, c)
+	outs := *l.outputs.Load()
+	var waits [4]<-chan struct{}
+	written := waits[:0]
+	for _, o := range outs {
+		if w := o.put(e, c); w != nil {
+			written = append(written, w)
+		}
+	}
+	if len(written) == 0 {
+		return
+	}
+	t := time.NewTimer(l.opts.WriteWait)
+	defer t.Stop()
+	for _, w := range written {
+		select {
+		case <-w:
+		case <-t.C:
+			return
+		}
 	}
 }
 

@@ -145,6 +145,48 @@ func TestRecordNeverBlocksOnAStalledWriter(t *testing.T) {
 	}
 }
 
+// While the disk keeps up, Record returns once its event is in the file:
+// the record exists before the client learns the outcome.
+func TestWriteThroughWhileHealthy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := range 50 {
+		l.Record(session(i))
+		b, _ := os.ReadFile(path)
+		if n := strings.Count(string(b), "\n"); n != i+1 {
+			t.Fatalf("after %d Records the file has %d lines", i+1, n)
+		}
+	}
+}
+
+// With the writer stuck, Record waits at most WriteWait, and once the
+// writer has been stuck longer than that, not at all.
+func TestStuckWriterIsNotWaitedFor(t *testing.T) {
+	pr, pw := io.Pipe()
+	const wait = 50 * time.Millisecond
+	l := New(pw, slog.New(slog.DiscardHandler), Options{WriteWait: wait})
+	start := time.Now()
+	l.Record(session(0)) // the writer takes it and hangs in Write
+	if d := time.Since(start); d < wait || d > wait+2*time.Second {
+		t.Errorf("first Record with the writer hung took %v, want about %v", d, wait)
+	}
+	start = time.Now()
+	for i := 1; i <= 100; i++ {
+		l.Record(session(i))
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("100 Records with the writer known stuck took %v: they waited", d)
+	}
+	go io.Copy(io.Discard, pr)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // With the destination stalled, a flood of failed authentications fills
 // only its own budget: every session event still gets its place, and
 // arrives once the writer unblocks.

@@ -13,8 +13,9 @@ var benchEvent = Event{Time: time.Now(), Type: TypeSessionEnd, Gateway: "gw1", S
 	Src: "192.0.2.10:50122", Node: "ip-10-1-0-11", Result: "ok", BytesIn: 123456, BytesOut: 7654321, Duration: 3600.5, Channels: 3}
 
 // BenchmarkRecord is what a login pays per audit event with an audit
-// file on a working disk: the process log line (discarded here) and the
-// hand-off to the file's writer, from many logins at once.
+// file on a working disk: the process log line (discarded here), the
+// hand-off to the file's writer and the wait for its write, from many
+// logins at once.
 func BenchmarkRecord(b *testing.B) {
 	f, err := os.Create(filepath.Join(b.TempDir(), "audit.jsonl"))
 	if err != nil {

@@ -11,10 +11,9 @@ import (
 // the code:
 //
 //   - Each destination (the audit file, each sink) has its own queue and
-//     its own writer goroutine. Record only appends to the queues and
-//     returns: it never waits for a disk, a sink or another destination,
-//     and no lock is held around any I/O. A stalled disk stalls its own
-//     writer, not the logins.
+//     its own writer goroutine. Record appends to the queues, never under
+//     a lock held around I/O, so one stalled disk stalls neither another
+//     destination nor the other logins.
 //   - A queue is bounded per class: Options.QueueEvents authenticated
 //     events and Options.UnauthenticatedQueueEvents unauthenticated ones,
 //     counting the batch the writer is writing. Whatever does not fit is
@@ -24,6 +23,12 @@ import (
 //     own budget.
 //   - The writer takes everything queued as one batch, writes it, and
 //     only then releases its places in the queue. Order is kept.
+//   - Write-through while the disk is healthy: Record then waits until its
+//     event is written — so the record exists before the client learns
+//     the outcome, as it did when writes were synchronous — but never
+//     longer than Options.WriteWait, and not at all while a destination's
+//     writer has been busy longer than that (a hung disk): then the event
+//     stays queued and Record returns at once.
 //   - Close stops taking events and waits (bounded) for every writer to
 //     write what it holds.
 
@@ -38,6 +43,7 @@ type output struct {
 	name  string
 	write func([]Event) // writes a batch; may block for as long as it likes
 	limit [numClasses]int
+	wait  time.Duration // Options.WriteWait
 	log   *slog.Logger
 	m     *metrics
 	every time.Duration
@@ -50,15 +56,20 @@ type output struct {
 	// queue is FIFO; spare is the writer's last batch, reused.
 	queue, spare []queued
 	// held counts queued events and those in the batch being written.
-	held   [numClasses]int
-	closed bool
+	held [numClasses]int
+	// written is closed once the events queued now are written (nil: none
+	// queued since the writer took its batch).
+	written chan struct{}
+	// busySince is when the write in progress began (zero: idle).
+	busySince time.Time
+	closed    bool
 	// dropped counts drops since the last report line.
 	dropped    [numClasses]int64
 	lastReport time.Time
 }
 
 func newOutput(name string, write func([]Event), opts Options, log *slog.Logger, m *metrics) *output {
-	o := &output{name: name, write: write, log: log, m: m, every: opts.ReportInterval, now: time.Now,
+	o := &output{name: name, write: write, log: log, m: m, every: opts.ReportInterval, wait: opts.WriteWait, now: time.Now,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	o.limit[ClassAuthenticated] = opts.QueueEvents
 	o.limit[ClassUnauthenticated] = opts.UnauthenticatedQueueEvents
@@ -66,9 +77,11 @@ func newOutput(name string, write func([]Event), opts Options, log *slog.Logger,
 	return o
 }
 
-// put queues e, or drops it if its class has no room. It never blocks
-// on anything but mu, which is never held around I/O.
-func (o *output) put(e Event, c Class) {
+// put queues e, or drops it if its class has no room. It returns what to
+// wait on for e to be written, or nil: not queued, or the writer is stuck
+// (busy longer than o.wait) and waiting would be pointless. It never
+// blocks on anything but mu, which is never held around I/O.
+func (o *output) put(e Event, c Class) <-chan struct{} {
 	o.mu.Lock()
 	if o.closed || o.held[c] >= o.limit[c] {
 		reason := "queue_full"
@@ -77,15 +90,23 @@ func (o *output) put(e Event, c Class) {
 		}
 		o.dropLocked(c, reason)
 		o.mu.Unlock()
-		return
+		return nil
 	}
 	o.queue = append(o.queue, queued{e, c})
 	o.held[c]++
+	if o.written == nil {
+		o.written = make(chan struct{})
+	}
+	written := o.written
+	if o.wait <= 0 || (!o.busySince.IsZero() && o.now().Sub(o.busySince) > o.wait) {
+		written = nil
+	}
 	o.mu.Unlock()
 	select {
 	case o.wake <- struct{}{}:
 	default:
 	}
+	return written
 }
 
 func (o *output) dropLocked(c Class, reason string) {
@@ -131,15 +152,18 @@ func (o *output) run() {
 			return
 		}
 		// The queue becomes the batch; the last batch's array, the queue.
-		batch := o.queue
-		o.queue, o.spare = o.spare[:0], nil
+		batch, written := o.queue, o.written
+		o.queue, o.spare, o.written = o.spare[:0], nil, nil
+		o.busySince = o.now()
 		o.mu.Unlock()
 		evs := make([]Event, len(batch))
 		for i, q := range batch {
 			evs[i] = q.e
 		}
 		o.write(evs)
+		close(written)
 		o.mu.Lock()
+		o.busySince = time.Time{}
 		for _, q := range batch {
 			o.held[q.c]--
 		}
