@@ -6,7 +6,10 @@
 #   make run     the local stack in the foreground (real sshd nodes, gateways, agents, Samba AD)
 #   make bench   benchmarks; results in bench/results/, summary in BENCHMARKS.md
 #                (RELAYBENCH_FLAGS=--quick: the relay bench in a few minutes)
-#   make lint    gofmt + go vet
+#   make lint    gofmt, go vet, go.mod tidy, third_party/x-crypto and rawssh byte for byte
+#                against upstream + patches, and a note when x/crypto has a newer release
+#                (make test runs it first, so CI fails on a drifted tree)
+#   make docs    docs/configuration.md, from the configuration types and their comments
 
 SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(PATH)
@@ -16,13 +19,13 @@ STATE_DIR ?= $(CURDIR)/.stack
 # Debian packages: OpenSSH server and client for the login nodes and the
 # tests' clients, rsync/socat for the tests, Samba for a real AD domain
 # controller, Slurm with accounting (munge, MariaDB, slurmdbd) for the
-# reconciler tests. No winbind: login-node users stay in /etc/passwd (see README).
+# reconciler tests. No winbind: login-node users stay in /etc/passwd (see docs/testing.md).
 APT_PACKAGES := openssh-server openssh-client rsync socat samba samba-ad-provision samba-dsdb-modules samba-vfs-modules ldb-tools \
 	ca-certificates procps psmisc iproute2 curl \
 	slurmctld slurmd slurmdbd slurm-client munge mariadb-server \
 	chromium fonts-dejavu-core
 
-.PHONY: deps build test run bench lint clean
+.PHONY: deps build test run bench lint docs clean
 
 deps:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
@@ -36,8 +39,7 @@ deps:
 build:
 	$(GO) build -o bin/frontdoor ./cmd/frontdoor
 
-test: build
-	$(GO) vet ./...
+test: build lint
 	$(GO) test -race -count=1 -timeout 30m ./...
 	# The patched x/crypto (third_party/) passes its own ssh tests,
 	# the ones against the real sshd as an unprivileged user.
@@ -56,6 +58,17 @@ bench: build
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' ':!third_party/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	# The module graph is tidy: a fresh `make deps` leaves go.mod and go.sum as they are.
+	$(GO) mod tidy -diff
+	# third_party/README.md: the vendored x/crypto and rawssh are upstream + patches, exactly;
+	# the release watch only warns, and only notes a module proxy it cannot reach.
+	third_party/check-x-crypto.sh
+	@third_party/watch-x-crypto.sh
+
+# The configuration reference is generated from the code; a test
+# (internal/confdoc) fails when it is stale.
+docs:
+	$(GO) run ./internal/confdoc/gen
 
 clean:
 	rm -rf bin

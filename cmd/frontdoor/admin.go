@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
+	"github.com/frontdoor-hpc/frontdoor/internal/admin"
 )
 
 func init() {
@@ -33,7 +33,7 @@ func runNodes(ctx context.Context, args []string) error {
 	if *asJSON {
 		return a.get(ctx, "/v1/nodes", nil, os.Stdout)
 	}
-	var ns []gateway.NodeInfo
+	var ns []admin.NodeInfo
 	if err := a.get(ctx, "/v1/nodes", &ns, nil); err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func runSessions(ctx context.Context, args []string) error {
 	if *asJSON {
 		return a.get(ctx, "/v1/sessions", nil, os.Stdout)
 	}
-	var ss []gateway.SessionInfo
+	var ss []admin.Session
 	if err := a.get(ctx, "/v1/sessions", &ss, nil); err != nil {
 		return err
 	}

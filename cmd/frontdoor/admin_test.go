@@ -13,7 +13,6 @@ import (
 
 	"github.com/frontdoor-hpc/frontdoor/internal/admin"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
-	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 )
 
 // fakeSource is a gateway as the admin API sees it.
@@ -22,8 +21,10 @@ type fakeSource struct {
 	drains []string
 }
 
-func (f *fakeSource) Sessions() any { return []gateway.SessionInfo{} }
-func (f *fakeSource) Nodes() any    { return []gateway.NodeInfo{{Name: "login1", Pool: "general"}} }
+func (f *fakeSource) Sessions() []admin.Session { return []admin.Session{} }
+func (f *fakeSource) Nodes() []admin.NodeInfo {
+	return []admin.NodeInfo{{Name: "login1", Pool: "general"}}
+}
 func (f *fakeSource) Explain(_ context.Context, u string) (string, error) {
 	return "explain " + u, nil
 }

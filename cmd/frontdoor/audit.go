@@ -42,18 +42,19 @@ func runAuditVerify(ctx context.Context, args []string, out io.Writer) error {
 	// region and credentials).
 	configGiven := false
 	fs.Visit(func(f *flag.Flag) { configGiven = configGiven || f.Name == "config" })
-	var sc s3sink.Config
+	sc := s3sink.DefaultConfig()
 	if configGiven || fs.NArg() == 0 {
 		cfg, err := config.Load(*path)
 		if err != nil {
 			return err
 		}
-		if !cfg.AuditS3Enabled() && fs.NArg() == 0 {
+		if cfg.Audit.S3 == nil && fs.NArg() == 0 {
 			return fmt.Errorf("%s has no audit.s3 section; name the bucket: %s", cfg.Path(), auditVerifyUsage)
 		}
-		sc = cfg.Audit.S3
+		if cfg.Audit.S3 != nil {
+			sc = *cfg.Audit.S3
+		}
 	}
-	sc = sc.Defaults()
 	if fs.NArg() == 1 {
 		var err error
 		if sc.Bucket, sc.Prefix, err = fdusage.ParseS3URL(fs.Arg(0)); err != nil {

@@ -68,8 +68,9 @@ audit:
 	// The gateway ships 10 events: batches 1-3.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sink, err := s3sink.New(ctx, s3sink.Config{Bucket: "hpc-audit", Region: "us-east-1", Endpoint: srv.URL, PathStyle: true,
-		BatchMaxEvents: 4, SpoolDir: filepath.Join(dir, "spool")}, "gw1", s3sink.Options{Logger: slog.New(slog.DiscardHandler)})
+	sc := s3sink.DefaultConfig()
+	sc.Bucket, sc.Region, sc.Endpoint, sc.PathStyle, sc.BatchMaxEvents, sc.SpoolDir = "hpc-audit", "us-east-1", srv.URL, true, 4, filepath.Join(dir, "spool")
+	sink, err := s3sink.New(ctx, sc, "gw1", s3sink.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,11 +34,11 @@ func runDiscover(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if !cfg.DiscoveryEnabled() {
+	if cfg.Discovery == nil {
 		return fmt.Errorf("%s has no discovery section", cfg.Path())
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	src, err := discovery.New(ctx, cfg.Discovery, discovery.Options{Logger: log})
+	src, err := discovery.New(ctx, *cfg.Discovery, discovery.Options{Logger: log})
 	if err != nil {
 		return err
 	}

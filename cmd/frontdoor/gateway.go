@@ -2,19 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/admin"
+	"github.com/frontdoor-hpc/frontdoor/internal/assembly"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
-	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
-	"github.com/frontdoor-hpc/frontdoor/internal/gctune"
 )
 
 func init() {
@@ -44,33 +41,15 @@ func runGateway(ctx context.Context, args []string) error {
 	}
 	log := newLogger(cfg.Log)
 	slog.SetDefault(log)
-	go gctune.Run(ctx, gctune.Default, os.Getenv("GOGC"))
-	gw, err := gateway.Build(ctx, cfg, log)
+	gw, err := assembly.Build(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Gateway.Listen)
-	if err != nil {
+	if err := gw.Listen(); err != nil {
 		gw.Close()
-		return fmt.Errorf("listen: %w", err)
-	}
-	errc := make(chan error, 1)
-	adm, err := admin.Listen(cfg.Gateway, admin.Options{Source: gw.AdminSource(), Registry: gw.Registry(), Log: log,
-		Audit: gw.AdminSource(), Gateway: cfg.Gateway.Name})
-	if err != nil {
-		ln.Close()
-		gw.Close()
-		if errors.Is(err, os.ErrPermission) {
-			err = fmt.Errorf("%w (gateway.admin_socket must be a path this user may create, e.g. under systemd's RuntimeDirectory; or off)", err)
-		}
 		return err
 	}
-	go func() { errc <- adm.Run(ctx) }()
-	err = gw.Serve(ctx, ln)
-	log.Info("gateway stopping", "sessions", len(gw.Sessions()))
-	gw.Close()
-	adm.Close()
-	return errors.Join(err, <-errc)
+	return gw.Run(ctx)
 }
 
 func runConfigCheck(_ context.Context, args []string) error {

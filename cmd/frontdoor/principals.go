@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/login"
 )
 
 func init() {
@@ -47,23 +48,29 @@ func runAuthorizedPrincipals(_ context.Context, args []string) error {
 // errNotPrincipal: the account may not be logged in to with a certificate.
 var errNotPrincipal = errors.New("not an acceptable principal")
 
-// principalFor decides whether account may be a certificate principal.
+// principalFor decides whether account may be a certificate principal,
+// by the rule the gateway applies before it signs (login.Principals), with
+// the uid this node's own account database gives.
 func principalFor(account string, minUID int, deny []string, lookup func(string) (*user.User, error)) (string, error) {
 	if account == "" || strings.ContainsAny(account, " \t\r\n,") {
 		return "", fmt.Errorf("%w: invalid account name %q", errNotPrincipal, account)
 	}
-	for _, d := range deny {
-		if strings.EqualFold(strings.TrimSpace(d), account) {
-			return "", fmt.Errorf("%w: %s is denied", errNotPrincipal, account)
-		}
+	p := login.Principals{MinUID: minUID, Deny: deny}
+	if why := p.Refuse(account, -1, false); why != "" {
+		return "", fmt.Errorf("%w: %s", errNotPrincipal, why)
 	}
 	u, err := lookup(account)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", errNotPrincipal, err)
 	}
 	uid, err := strconv.Atoi(u.Uid)
-	if err != nil || uid == 0 || uid < minUID {
-		return "", fmt.Errorf("%w: %s has uid %s, below %d", errNotPrincipal, account, u.Uid, minUID)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s has uid %q", errNotPrincipal, account, u.Uid)
+	}
+	// The node's own uid is known for certain here: no floor of 0 lets a
+	// uid-0 account through.
+	if why := p.Refuse(u.Username, uid, true); why != "" {
+		return "", fmt.Errorf("%w: %s", errNotPrincipal, why)
 	}
 	return u.Username, nil
 }

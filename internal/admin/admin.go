@@ -36,8 +36,8 @@ import (
 // Source is what the admin API reads from the gateway: only the methods
 // this package uses.
 type Source interface {
-	Sessions() any
-	Nodes() any
+	Sessions() []Session
+	Nodes() []NodeInfo
 	Explain(ctx context.Context, user string) (string, error)
 	Drain(node string, drain bool, by string) error
 }

@@ -24,8 +24,8 @@ type fakeSource struct {
 	events []audit.Event
 }
 
-func (f *fakeSource) Sessions() any { return []string{"s1"} }
-func (f *fakeSource) Nodes() any    { return []string{"login1"} }
+func (f *fakeSource) Sessions() []Session { return []Session{{ID: "s1"}} }
+func (f *fakeSource) Nodes() []NodeInfo   { return []NodeInfo{{Name: "login1"}} }
 func (f *fakeSource) Explain(_ context.Context, u string) (string, error) {
 	return "explain " + u + "\n", nil
 }

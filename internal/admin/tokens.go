@@ -11,6 +11,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // A token file names the bearer tokens that may use the admin API over
@@ -33,10 +35,7 @@ const (
 	maxTokenSecret = 512
 )
 
-var (
-	tokenName   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
-	tokenSecret = regexp.MustCompile(`^[A-Za-z0-9._~+/-]+=*$`)
-)
+var tokenSecret = regexp.MustCompile(`^[A-Za-z0-9._~+/-]+=*$`)
 
 // Tokens are the bearer tokens of a token file. Only SHA-256 sums of the
 // secrets are kept.
@@ -114,7 +113,7 @@ func LoadTokenFile(path string) (*Tokens, error) {
 func ParseTokens(name string, data []byte) (*Tokens, error) {
 	t := &Tokens{}
 	var errs []error
-	names := map[string]int{}
+	seen := map[string]int{}
 	sums := map[[sha256.Size]byte]int{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), maxTokenFile)
@@ -130,8 +129,8 @@ func ParseTokens(name string, data []byte) (*Tokens, error) {
 		}
 		tn, secret := f[0], f[1]
 		switch {
-		case !tokenName.MatchString(tn):
-			errs = append(errs, fmt.Errorf("%s:%d: token name %q: want letters, digits, '.', '_', '@', '-' (at most 64)", name, n, sanitize(tn)))
+		case !names.Token.Valid(tn):
+			errs = append(errs, fmt.Errorf("%s:%d: token name %q: want %s", name, n, sanitize(tn), names.Token.Syntax))
 			continue
 		case len(secret) < minTokenSecret || len(secret) > maxTokenSecret:
 			errs = append(errs, fmt.Errorf("%s:%d: token %s: secret must be %d to %d characters", name, n, tn, minTokenSecret, maxTokenSecret))
@@ -141,7 +140,7 @@ func ParseTokens(name string, data []byte) (*Tokens, error) {
 			continue
 		}
 		sum := sha256.Sum256([]byte(secret))
-		if prev, dup := names[tn]; dup {
+		if prev, dup := seen[tn]; dup {
 			errs = append(errs, fmt.Errorf("%s:%d: token name %s already used on line %d", name, n, tn, prev))
 			continue
 		}
@@ -149,7 +148,7 @@ func ParseTokens(name string, data []byte) (*Tokens, error) {
 			errs = append(errs, fmt.Errorf("%s:%d: token %s has the same secret as line %d", name, n, tn, prev))
 			continue
 		}
-		names[tn], sums[sum] = n, n
+		seen[tn], sums[sum] = n, n
 		t.entries = append(t.entries, tokenEntry{name: tn, sum: sum})
 	}
 	if err := sc.Err(); err != nil {

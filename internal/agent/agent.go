@@ -26,14 +26,16 @@ import (
 	"math"
 	"time"
 
-	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
+	"github.com/frontdoor-hpc/frontdoor/internal/sshprobe"
 )
 
 // Run joins the cluster and publishes health until ctx is cancelled, then
-// leaves the cluster. It returns nil on cancellation.
+// leaves the cluster. It returns nil on cancellation. cfg is derived (see
+// Config.Derive) and validated.
 func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	cfg.normalize()
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
@@ -124,7 +126,7 @@ func (a *agent) measure(ctx context.Context) (cluster.Health, error) {
 		return cluster.Health{}, err
 	}
 	up := true
-	if err := ProbeSSHD(ctx, a.cfg.ProbeAddr, a.cfg.ProbeTimeout); err != nil {
+	if err := sshprobe.Probe(ctx, a.cfg.ProbeAddr, a.cfg.ProbeTimeout); err != nil {
 		if a.last.SSHDUp || a.published.IsZero() {
 			a.log.Warn("agent: sshd not answering", "err", err)
 		}

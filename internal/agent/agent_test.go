@@ -63,40 +63,6 @@ func writeFile(t *testing.T, path, body string) {
 	}
 }
 
-func TestProbeSSHD(t *testing.T) {
-	ctx := t.Context()
-	if err := ProbeSSHD(ctx, banner(t, "SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n"), time.Second); err != nil {
-		t.Errorf("real banner: %v", err)
-	}
-	if err := ProbeSSHD(ctx, banner(t, "hello\r\nSSH-2.0-x\r\n"), time.Second); err != nil {
-		t.Errorf("banner after other lines: %v", err)
-	}
-	if err := ProbeSSHD(ctx, banner(t, "HTTP/1.1 400 Bad Request\r\n"), time.Second); !errors.Is(err, ErrNoBanner) {
-		t.Errorf("http: %v", err)
-	}
-	if err := ProbeSSHD(ctx, banner(t, "SSH-1.5-old\r\n"), time.Second); !errors.Is(err, ErrNoBanner) {
-		t.Errorf("ssh1: %v", err)
-	}
-	// A listener that never writes: the timeout decides.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	start := time.Now()
-	if err := ProbeSSHD(ctx, ln.Addr().String(), 200*time.Millisecond); err == nil {
-		t.Error("silent server accepted")
-	}
-	if time.Since(start) > 2*time.Second {
-		t.Error("timeout not honoured")
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	if err := ProbeSSHD(ctx, addr, time.Second); err == nil {
-		t.Error("closed port accepted")
-	}
-}
-
 func TestFileSource(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "m.json")
 	writeFile(t, p, `{"load1": 3.5, "cpus": 8, "mem_avail_frac": 0.4, "sessions": 12, "users": 5, "has_psi": true, "cpu_pressure": 0.2}`)
@@ -335,8 +301,56 @@ cluster:
 		t.Fatalf("unknown key: %v", err)
 	}
 	writeFile(t, p, "node: x\ncluster: {insecure: true}\nssh_addr: nope\n")
-	if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), "ssh_addr") {
+	if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), p+":3: ssh_addr: address nope: missing port") {
 		t.Fatalf("bad ssh_addr: %v", err)
+	}
+	host, _ := os.Hostname()
+	writeFile(t, p, "cluster: {insecure: true}\n")
+	cfg, err = LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Node != host || cfg.SSHAddr != net.JoinHostPort(host, "22") || cfg.ProbeAddr != cfg.SSHAddr || cfg.Cluster.Name != host ||
+		cfg.Pool != "default" || cfg.Interval != 5*time.Second {
+		t.Fatalf("derived from the host name: %+v", cfg)
+	}
+}
+
+// testKey is a gossip key (32 zero bytes, base64).
+const testKey = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+
+func TestValidateConfig(t *testing.T) {
+	good := DefaultConfig()
+	good.Node, good.SSHAddr, good.Cluster.Insecure = "login1", "10.0.0.1:22", true
+	good.Derive()
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(c *Config)
+		want   string
+	}{
+		{"node name", func(c *Config) { c.Node, c.Cluster.Name = "login 1", "login 1" }, `node: "login 1" is not a valid node name`},
+		{"pool name", func(c *Config) { c.Pool = "" }, `pool: "" is not a valid pool name`},
+		{"ssh_addr", func(c *Config) { c.SSHAddr = "10.0.0.1" }, "ssh_addr: address 10.0.0.1: missing port"},
+		{"probe_addr", func(c *Config) { c.ProbeAddr = "" }, "probe_addr:"},
+		{"max_sessions", func(c *Config) { c.MaxSessions = -1 }, "max_sessions: must not be negative"},
+		{"interval", func(c *Config) { c.Interval = 0 }, "interval: must be positive"},
+		{"probe_interval", func(c *Config) { c.ProbeInterval = 0 }, "probe_interval: must be positive"},
+		{"probe_timeout", func(c *Config) { c.ProbeTimeout = -1 }, "probe_timeout: must be positive"},
+		{"drain_file", func(c *Config) { c.DrainFile = "" }, "drain_file: must be set"},
+		{"host_key", func(c *Config) { c.HostKey, c.Cluster.Insecure, c.Cluster.SecretKeys = "", false, []string{testKey} }, "host_key: must be set"},
+		{"not derived", func(c *Config) { c.Cluster.Name = "other" }, "cluster.name: must be the node's name"},
+		{"gateway keys", func(c *Config) { c.Cluster.GatewayKeys = []string{testKey} }, "cluster.gateway_keys: must not be set on an agent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good
+			tc.change(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -363,6 +377,7 @@ func TestRun(t *testing.T) {
 	cfg.Cluster = gwCfg
 	cfg.Cluster.Join = []string{gw.LocalAddr()}
 	cfg.HostKey = hostKeyFile(t, dir)
+	cfg.Derive()
 
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
 )
 
@@ -230,9 +231,7 @@ func (c *Cluster) Nodes() []route.Node {
 			}
 		}
 		out = append(out, route.Node{
-			Name:           name,
-			Pool:           h.Pool,
-			Addr:           h.Addr,
+			Node:           node.Node{Name: name, Addr: h.Addr, Pool: h.Pool},
 			Alive:          alive,
 			SSHDUp:         h.SSHDUp,
 			Draining:       h.Draining || drained[name],

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"time"
 
@@ -17,28 +16,31 @@ import (
 // Encryption and key rotation: SecretKeys holds base64 AES keys (16, 24 or
 // 32 bytes decoded; make one with `head -c32 /dev/urandom | base64`). The
 // first key encrypts; every key listed decrypts. To rotate without a split:
-//  1. append the new key to secret_keys on every member, restart them one
+//  1. append the new key to SecretKeys on every member, restart them one
 //     by one (each now reads both keys, still writes with the old one);
 //  2. move the new key first on every member, restart one by one;
 //  3. remove the old key everywhere.
 //
-// The same steps work at runtime through Cluster.Keyring (memberlist's
-// AddKey / UseKey / RemoveKey).
+// GatewayKeys rotate the same way, on the gateways. The same steps work at
+// runtime through Cluster.Keyring (memberlist's AddKey / UseKey /
+// RemoveKey).
 type Config struct {
-	// Name is this member's unique name: the login node's name for an
-	// agent (routing uses it), the gateway's name for a gateway.
-	// Default: the host name.
+	// Name is this member's unique name. Empty (the default): a gateway
+	// uses its gateway.name; an agent always uses its node name (routing
+	// needs it), whatever is written here.
 	Name string `yaml:"name"`
 
-	// BindAddr and BindPort are where gossip listens (UDP and TCP, same
-	// port). Port 0 picks a free port (tests). Default 0.0.0.0:7946.
+	// BindAddr is the address gossip listens on, UDP and TCP.
 	BindAddr string `yaml:"bind_addr"`
-	BindPort int    `yaml:"bind_port"`
-	// AdvertiseAddr and AdvertisePort are what other members dial. Set
-	// them on hosts with several interfaces; empty lets memberlist pick a
-	// private address. AdvertisePort 0 means BindPort.
+	// BindPort is the gossip port, UDP and TCP; 0 picks a free port
+	// (tests).
+	BindPort int `yaml:"bind_port"`
+	// AdvertiseAddr is the address other members dial. Set it on hosts
+	// with several interfaces; empty lets memberlist pick a private
+	// address.
 	AdvertiseAddr string `yaml:"advertise_addr"`
-	AdvertisePort int    `yaml:"advertise_port"`
+	// AdvertisePort is the port other members dial; 0 means BindPort.
+	AdvertisePort int `yaml:"advertise_port"`
 
 	// Join lists host:port of members to join at start; the member keeps
 	// retrying every RejoinInterval while it is alone.
@@ -50,11 +52,11 @@ type Config struct {
 
 	// SecretKeys are the base64 gossip keys; the first is the primary.
 	SecretKeys []string `yaml:"secret_keys"`
-	// GatewayKeys are base64 keys (like secret_keys) held by the gateways
+	// GatewayKeys are base64 keys (like SecretKeys) held by the gateways
 	// only, never by agents: they seal the gateway state (sessions,
-	// affinity, drains, bans) against the agents, which hold secret_keys
-	// too. Required on gateways unless insecure; the first seals, every
-	// one listed opens, so they rotate the way secret_keys do.
+	// affinity, drains, bans) against the agents, which hold SecretKeys
+	// too. Required on gateways unless Insecure; the first seals, every
+	// one listed opens, so they rotate the way SecretKeys do.
 	GatewayKeys []string `yaml:"gateway_keys"`
 	// MaxClockSkew is how far ahead of this member's clock a gossiped
 	// version may be; later ones are refused, so nobody can publish a
@@ -69,17 +71,23 @@ type Config struct {
 	// GossipInterval is how often queued broadcasts are sent to
 	// GossipNodes random members; it bounds health propagation latency.
 	GossipInterval time.Duration `yaml:"gossip_interval"`
-	GossipNodes    int           `yaml:"gossip_nodes"`
+	// GossipNodes is how many random members each gossip round sends to.
+	GossipNodes int `yaml:"gossip_nodes"`
 	// RetransmitMult scales how many times each member sends a health
-	// update it learned: RetransmitMult * ceil(log10(members+1)). Higher
+	// update it learned: that many times ceil(log10(members+1)). Higher
 	// makes a member missing an update (until push/pull) rarer.
 	RetransmitMult int `yaml:"retransmit_mult"`
-	// ProbeInterval, ProbeTimeout and SuspicionMult decide how fast a dead
-	// member is declared dead: about ProbeInterval + SuspicionMult *
-	// log10(members) * ProbeInterval.
+	// ProbeInterval is how often a member probes a random other member.
+	// With ProbeTimeout and SuspicionMult it decides how fast a dead
+	// member is declared dead: about (1 + SuspicionMult × log10(members))
+	// probe intervals.
 	ProbeInterval time.Duration `yaml:"probe_interval"`
-	ProbeTimeout  time.Duration `yaml:"probe_timeout"`
-	SuspicionMult int           `yaml:"suspicion_mult"`
+	// ProbeTimeout is how long a probe waits for the answer; shorter than
+	// ProbeInterval.
+	ProbeTimeout time.Duration `yaml:"probe_timeout"`
+	// SuspicionMult scales how long a suspected member has to refute the
+	// suspicion before it is declared dead (see ProbeInterval).
+	SuspicionMult int `yaml:"suspicion_mult"`
 	// PushPullInterval is how often full state is exchanged with one random
 	// member over TCP; it repairs anything broadcasts missed.
 	PushPullInterval time.Duration `yaml:"push_pull_interval"`
@@ -96,11 +104,11 @@ type Config struct {
 
 	// RoutedWindow is how long a routing decision may count against a
 	// node while waiting for the node's agent to measure the session; keep
-	// it above the agent's publish interval plus propagation.
+	// it above the agent's interval plus propagation.
 	RoutedWindow time.Duration `yaml:"routed_window"`
 	// AffinityTTL is how long a user→node affinity is kept after the
-	// user's last session; route.Config.StickyFor decides whether it
-	// binds, so keep this at least as long.
+	// user's last session; route.sticky_for decides whether it binds, so
+	// keep this at least as long.
 	AffinityTTL time.Duration `yaml:"affinity_ttl"`
 	// TombstoneTTL is how long deletions are remembered so that an old copy
 	// of a deleted entry cannot come back.
@@ -115,10 +123,11 @@ type Config struct {
 // intervals, which a live node refutes within a gossip round or two) and
 // health reaches every gateway well within 1 s. Probing faster detected
 // deaths sooner but declared live nodes dead on an overloaded 2-core host.
+//
+// Name is left empty: the configuration that holds the section sets it
+// (the gateway's or the node's name).
 func DefaultConfig() Config {
-	host, _ := os.Hostname()
 	return Config{
-		Name:                host,
 		BindAddr:            "0.0.0.0",
 		BindPort:            7946,
 		GossipInterval:      100 * time.Millisecond,
@@ -140,7 +149,12 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports a configuration that cannot work, naming the yaml key.
+// SetDefaults sets c to DefaultConfig (yamlconf.Defaulter: a cluster
+// section the file has starts from it).
+func (c *Config) SetDefaults() { *c = DefaultConfig() }
+
+// Validate reports a configuration that cannot work, each error as
+// "cluster.key: problem" (errors.Join'ed).
 func (c Config) Validate() error {
 	var errs []error
 	if c.Name == "" {
@@ -158,9 +172,9 @@ func (c Config) Validate() error {
 	if c.BindPort < 0 || c.BindPort > 65535 || c.AdvertisePort < 0 || c.AdvertisePort > 65535 {
 		errs = append(errs, errors.New("cluster.bind_port/advertise_port: out of range"))
 	}
-	for _, j := range c.Join {
+	for i, j := range c.Join {
 		if _, _, err := net.SplitHostPort(j); err != nil {
-			errs = append(errs, fmt.Errorf("cluster.join: %q: %w", j, err))
+			errs = append(errs, fmt.Errorf("cluster.join[%d]: %q: %w", i, j, err))
 		}
 	}
 	if len(c.Label) > memberlist.LabelMaxSize {

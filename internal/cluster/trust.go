@@ -18,6 +18,8 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
 // Who may write what. Every member holds the gossip keys (secret_keys):
@@ -152,17 +154,10 @@ func (c *Cluster) aad(kind byte) []byte {
 // health it takes, at the address and in the pool it says.
 type Inventory interface {
 	// Node returns the listed node called name.
-	Node(name string) (InventoryNode, bool)
+	Node(name string) (node.Node, bool)
 	// CheckHostKey reports whether key is a host key of the node called
 	// name (nil if it is).
 	CheckHostKey(name string, key ssh.PublicKey) error
-}
-
-// InventoryNode is one listed login node.
-type InventoryNode struct {
-	Name string
-	Addr string // sshd host:port
-	Pool string
 }
 
 // healthSigningPrefix separates health signatures from any other use of a

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
 // testInventory is the gateways' inventory in these tests: every agent a
@@ -45,13 +47,13 @@ func (inv *testInventory) add(t testing.TB, name string) ssh.Signer {
 	return s
 }
 
-func (inv *testInventory) Node(name string) (InventoryNode, bool) {
+func (inv *testInventory) Node(name string) (node.Node, bool) {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	if _, ok := inv.keys[name]; !ok {
-		return InventoryNode{}, false
+		return node.Node{}, false
 	}
-	return InventoryNode{Name: name, Addr: "127.0.1.1:22", Pool: "gpu"}, true
+	return node.Node{Name: name, Addr: "127.0.1.1:22", Pool: "gpu"}, true
 }
 
 func (inv *testInventory) CheckHostKey(name string, key ssh.PublicKey) error {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // A gateway may list no nodes when discovery finds them.
@@ -34,11 +36,11 @@ func TestDiscoverySection(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := c.Discovery
-	if !c.DiscoveryEnabled() || d.RefreshInterval != time.Minute || d.SSHPort != 22 || d.InstanceGroups[1].Pool != "default" {
+	if d == nil || d.RefreshInterval != time.Minute || d.SSHPort != 22 || d.InstanceGroups[1].Pool != "default" {
 		t.Errorf("discovery defaults not applied: %+v", d)
 	}
-	if c, err := Parse("gateway.yaml", []byte(good)); err != nil || c.DiscoveryEnabled() {
-		t.Errorf("config without discovery: enabled=%v err=%v", c != nil && c.DiscoveryEnabled(), err)
+	if c, err := Parse("gateway.yaml", []byte(good)); err != nil || c.Discovery != nil {
+		t.Errorf("config without discovery: %+v err=%v", c, err)
 	}
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"kind", "kind: hyperpod", "kind: eks", `gateway.yaml:14: discovery.kind: unknown kind "eks"`},
@@ -67,7 +69,7 @@ func FuzzParseDiscovery(f *testing.F) {
 	f.Add([]byte("discovery: {kind: hyperpod, instance_groups: [{name: a}], jitter: 2}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse("fuzz.yaml", data)
-		if err != nil || !c.DiscoveryEnabled() {
+		if err != nil || c.Discovery == nil {
 			return
 		}
 		d := c.Discovery
@@ -75,7 +77,7 @@ func FuzzParseDiscovery(f *testing.F) {
 			t.Fatalf("accepted a discovery section that cannot work: %+v", d)
 		}
 		for _, g := range d.InstanceGroups {
-			if !ValidNodeName(g.Pool) {
+			if !names.Node.Valid(g.Pool) {
 				t.Fatalf("accepted pool %q", g.Pool)
 			}
 		}
@@ -97,10 +99,10 @@ func TestAuditS3Section(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.Audit.S3
-	if !c.AuditS3Enabled() || s.Prefix != "audit" || s.BatchMaxEvents != 1000 || s.SpoolDir != "/etc/frontdoor/spool" || s.SpoolMaxBytes != 1<<30 {
+	if s == nil || s.Prefix != "audit" || s.BatchMaxEvents != 1000 || s.SpoolDir != "/etc/frontdoor/spool" || s.SpoolMaxBytes != 1<<30 {
 		t.Errorf("audit.s3 defaults/paths: %+v", s)
 	}
-	if c, _ := Parse("gateway.yaml", []byte(good)); c.AuditS3Enabled() {
+	if c, _ := Parse("gateway.yaml", []byte(good)); c.Audit.S3 != nil {
 		t.Error("audit.s3 enabled without the section")
 	}
 	for _, tc := range []struct{ name, from, to, want string }{

@@ -38,7 +38,7 @@ func TestParseDefaultsAndPaths(t *testing.T) {
 		t.Errorf("absolute path changed: %s", c.Gateway.UserCAKey)
 	}
 	if c.Nodes[1].Pool != "default" || c.Backend.CertValidity != 5*time.Minute || c.Gateway.MaxAuthTries != 6 ||
-		!*c.Backend.Preconnect || c.Backend.MaxAttempts != 3 {
+		!c.Backend.Preconnect || c.Backend.MaxAttempts != 3 || c.Backend.MinUID != 1000 {
 		t.Errorf("defaults not applied: %+v %+v", c.Nodes[1], c.Backend)
 	}
 }

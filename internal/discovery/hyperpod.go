@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/awsclient"
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
 // API is the part of the SageMaker client discovery uses; the SDK's
@@ -60,9 +61,8 @@ type details struct {
 }
 
 // New builds a Source; it makes no API call (credentials are resolved on
-// the first one). cfg is defaulted here.
+// the first one).
 func New(ctx context.Context, cfg Config, opts Options) (*Source, error) {
-	cfg = cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -86,7 +86,6 @@ func New(ctx context.Context, cfg Config, opts Options) (*Source, error) {
 // with cfg.MaxAttempts), cfg.Endpoint as its base endpoint, and returns
 // the transport under it.
 func NewClient(ctx context.Context, cfg Config) (*sagemaker.Client, *http.Transport, error) {
-	cfg = cfg.Defaults()
 	ac, tr, err := awsclient.Load(ctx, cfg.Region, cfg.MaxAttempts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("discovery: %w", err)
@@ -214,7 +213,7 @@ func (s *Source) refresh(ctx context.Context) ([]Node, error) {
 			if sum.InstanceStatus != nil {
 				status, msg = string(sum.InstanceStatus.Status), aws.ToString(sum.InstanceStatus.Message)
 			}
-			n := Node{InstanceID: id, Pool: pool, Status: status, InstanceType: string(sum.InstanceType)}
+			n := Node{Node: node.Node{Pool: pool}, InstanceID: id, Status: status, InstanceType: string(sum.InstanceType)}
 			n.Eligible, n.Reason = eligibility(status, msg)
 			d, err := s.describe(ctx, id)
 			if err != nil {

@@ -2,20 +2,22 @@ package discovery
 
 import (
 	"net"
+
 	"strconv"
 	"strings"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
-// Node is one login node as discovery sees it.
+// Node is one login node as discovery sees it: the node itself (Name is
+// the short name of the instance's PrivateDnsHostname, ip-10-1-2-3, else
+// its instance ID, see NodeName; Addr is its sshd at the private IP, empty
+// until known; Pool is its instance group's pool) and what HyperPod says
+// about the instance.
 type Node struct {
-	// Name is what users type after "+" and what logs show: the short name
-	// of the instance's PrivateDnsHostname (ip-10-1-2-3), else its instance
-	// ID. See NodeName.
-	Name       string `json:"name"`
-	InstanceID string `json:"instance_id"`
-	// Addr is the node's sshd, private IP:port; empty until known.
-	Addr         string `json:"addr"`
-	Pool         string `json:"pool"`
+	node.Node
+	InstanceID   string `json:"instance_id"`
 	InstanceType string `json:"instance_type"`
 	// Status is HyperPod's instance status (Running, Pending, …).
 	Status string `json:"status"`
@@ -33,10 +35,10 @@ type Node struct {
 // unique but means nothing to users.
 func NodeName(privateDNSHostname, instanceID string) string {
 	short, _, _ := strings.Cut(privateDNSHostname, ".")
-	if nodeNameRE.MatchString(short) {
+	if names.Node.Valid(short) {
 		return strings.ToLower(short)
 	}
-	if nodeNameRE.MatchString(instanceID) {
+	if names.Node.Valid(instanceID) {
 		return instanceID
 	}
 	return ""

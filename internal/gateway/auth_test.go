@@ -26,7 +26,7 @@ func testConn(t *testing.T, tg *testGateway) *conn {
 	t.Helper()
 	a, b := net.Pipe()
 	t.Cleanup(func() { a.Close(); b.Close() })
-	c := newConn(tg.gw, addrConn{a, meta{}.RemoteAddr()})
+	c := newConn(tg.gw.closing, tg.gw, tg.gw.set.Load(), addrConn{a, meta{}.RemoteAddr()})
 	t.Cleanup(c.abort)
 	return c
 }
@@ -53,12 +53,12 @@ func TestQueryNoneSignLandsAsKeyOwner(t *testing.T) {
 	tg := startTestGateway(t, `[{name: login1, addr: "127.0.0.1:1", pool: general}]`)
 	c := testConn(t, tg)
 	bob := tg.bobKey.PublicKey()
-	perms, err := c.publicKey(meta{"bob"}, bob)
+	perms, err := c.authPublicKey(meta{"bob"}, bob)
 	if err != nil || perms.Extensions[extPrincipal] != "bob" {
 		t.Fatalf("query for bob's own key: %v %v", perms, err)
 	}
-	c.none(meta{"alice"})
-	_, err = c.verifiedPublicKey(meta{"bob"}, bob, perms, "ssh-ed25519")
+	c.authNone(meta{"alice"})
+	_, err = c.authVerifiedKey(meta{"bob"}, bob, perms, "ssh-ed25519")
 	// No node answers in this test, so the login ends in a refusal; what
 	// matters is whose login it was.
 	if err == nil || !strings.Contains(err.Error(), "authentication failed") {
@@ -85,26 +85,26 @@ func TestSignedRequestBoundToItsQuery(t *testing.T) {
 		reason string
 	}{
 		{"bob's query, alice's signature", func(c *conn) error {
-			perms, _ := c.publicKey(meta{"bob"}, bob)
-			_, err := c.verifiedPublicKey(meta{"alice"}, bob, perms, "ssh-ed25519")
+			perms, _ := c.authPublicKey(meta{"bob"}, bob)
+			_, err := c.authVerifiedKey(meta{"alice"}, bob, perms, "ssh-ed25519")
 			return err
 		}, "does not match its query"},
 		{"forged permissions naming alice", func(c *conn) error {
 			perms := &ssh.Permissions{Extensions: map[string]string{extTyped: "alice", extPrincipal: "alice", extKeyFP: ssh.FingerprintSHA256(bob)}}
-			_, err := c.verifiedPublicKey(meta{"alice"}, bob, perms, "ssh-ed25519")
+			_, err := c.authVerifiedKey(meta{"alice"}, bob, perms, "ssh-ed25519")
 			return err
 		}, "key not authorized"},
 		{"permissions for another key", func(c *conn) error {
-			perms, _ := c.publicKey(meta{"alice"}, tg.userKey.PublicKey())
-			_, err := c.verifiedPublicKey(meta{"alice"}, bob, perms, "ssh-ed25519")
+			perms, _ := c.authPublicKey(meta{"alice"}, tg.userKey.PublicKey())
+			_, err := c.authVerifiedKey(meta{"alice"}, bob, perms, "ssh-ed25519")
 			return err
 		}, "does not match its query"},
 		{"no permissions", func(c *conn) error {
-			_, err := c.verifiedPublicKey(meta{"bob"}, bob, nil, "ssh-ed25519")
+			_, err := c.authVerifiedKey(meta{"bob"}, bob, nil, "ssh-ed25519")
 			return err
 		}, "does not match its query"},
 		{"alice+node typed, bob's key", func(c *conn) error {
-			_, err := c.publicKey(meta{"alice+login1"}, bob)
+			_, err := c.authPublicKey(meta{"alice+login1"}, bob)
 			return err
 		}, "key not authorized"},
 	}
@@ -144,13 +144,13 @@ func TestNameChangeDiscardsSpeculation(t *testing.T) {
 	}()
 	tg := startTestGateway(t, `[{name: login1, addr: "`+ln.Addr().String()+`", pool: general}]`)
 	c := testConn(t, tg)
-	if _, err := c.publicKey(meta{"bob"}, tg.bobKey.PublicKey()); err != nil {
+	if _, err := c.authPublicKey(meta{"bob"}, tg.bobKey.PublicKey()); err != nil {
 		t.Fatal(err)
 	}
 	if c.spec == nil || c.spec.principal != "bob" {
 		t.Fatalf("no speculative dial for bob: %+v", c.spec)
 	}
-	c.none(meta{"alice"})
+	c.authNone(meta{"alice"})
 	if c.spec != nil {
 		t.Fatalf("dial for bob survived a request as alice: %+v", c.spec)
 	}

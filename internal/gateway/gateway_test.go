@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -19,58 +18,14 @@ import (
 
 	"github.com/alexedwards/argon2id"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/ca"
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
-	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
+	"github.com/frontdoor-hpc/frontdoor/internal/inventory"
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
-
-func TestSplitUser(t *testing.T) {
-	tests := []struct {
-		in, user, node string
-		err            bool
-	}{
-		{"alice", "alice", "", false},
-		{"alice+login2", "alice", "login2", false},
-		{`HPC\alice+login2`, `HPC\alice`, "login2", false},
-		{"alice@hpc.example.edu+gpu-1.x", "alice@hpc.example.edu", "gpu-1.x", false},
-		{"a+b+login2", "a+b", "login2", false},
-		{"alice+", "", "", true},
-		{"alice+../etc", "", "", true},
-		{"alice+lo gin", "", "", true},
-		{"+login1", "", "", true},
-		{"", "", "", true},
-		{strings.Repeat("a", 300), "", "", true},
-	}
-	for _, tt := range tests {
-		u, n, err := SplitUser(tt.in)
-		if (err != nil) != tt.err || u != tt.user || n != tt.node {
-			t.Errorf("SplitUser(%q) = %q, %q, %v", tt.in, u, n, err)
-		}
-		if err != nil && !errors.Is(err, directory.ErrInvalidName) {
-			t.Errorf("SplitUser(%q) error %v is not ErrInvalidName", tt.in, err)
-		}
-	}
-}
-
-func FuzzSplitUser(f *testing.F) {
-	for _, s := range []string{"alice", "alice+login1", `HPC\a+b`, "a+", "+"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		u, n, err := SplitUser(s)
-		if err != nil {
-			return
-		}
-		if u == "" || (n != "" && !config.ValidNodeName(n)) {
-			t.Fatalf("SplitUser(%q) = %q, %q", s, u, n)
-		}
-		if n != "" && u+"+"+n != s || n == "" && u != s {
-			t.Fatalf("SplitUser(%q) lost bytes: %q, %q", s, u, n)
-		}
-	})
-}
 
 // testGateway is a gateway with a static directory and no reachable nodes:
 // enough to test everything that happens before a backend is dialed.
@@ -131,14 +86,7 @@ audit: {file: audit.jsonl}
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := static.New(cfg.Directory.Static.File)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Directory: d, Cluster: cl})
-	if err != nil {
-		t.Fatal(err)
-	}
+	gw := newTestServer(t, cfg, cl)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -149,6 +97,38 @@ audit: {file: audit.jsonl}
 	go func() { defer wg.Done(); gw.Serve(ctx, ln) }()
 	t.Cleanup(func() { cancel(); gw.Close(); wg.Wait() })
 	return &testGateway{addr: ln.Addr().String(), hostKey: hostPub, userKey: userKey, bobKey: bobKey, audit: filepath.Join(dir, "audit.jsonl"), gw: gw}
+}
+
+// newTestServer is the SSH server alone, built from cfg with the real
+// parts it is given in production (static directory, node inventory and
+// its live view, audit file), as a member of cl if that is not nil. Whole
+// gateway processes are built by internal/assembly (test/harness).
+func newTestServer(t *testing.T, cfg *config.Config, cl *cluster.Cluster) *Gateway {
+	t.Helper()
+	d, err := static.New(cfg.Directory.Static.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := node.LoadHostKeys(cfg.Backend.KnownHosts, cfg.Backend.InsecureIgnoreHostKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	inv := inventory.New(cfg.Nodes, keys, log)
+	a, err := audit.Open(cfg.Audit.File, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	deps := Deps{Logger: log, Directory: d, Router: inventory.NewRouter(inv, cl, cfg.Route.StaleAfter), NodeKeys: keys, Audit: a}
+	if cl != nil {
+		deps.Peers = cl
+	}
+	gw, err := New(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gw
 }
 
 // dial logs in with x/crypto and returns the error and any banners seen.

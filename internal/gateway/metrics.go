@@ -2,13 +2,13 @@ package gateway
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// metrics are the gateway's Prometheus metrics, in a registry of its own so
+// metrics are the gateway's Prometheus metrics. They are registered by
+// whoever serves them (internal/assembly), in a registry per gateway so
 // that several gateways can live in one test process.
 type metrics struct {
-	reg             *prometheus.Registry
+	collectors      []prometheus.Collector
 	connections     prometheus.Counter
 	refused         *prometheus.CounterVec
 	sessions        prometheus.Gauge
@@ -20,7 +20,6 @@ type metrics struct {
 
 func newMetrics() *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
 		connections: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "frontdoor_connections_total", Help: "Client TCP connections accepted."}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -36,38 +35,14 @@ func newMetrics() *metrics {
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "frontdoor_relayed_bytes_total", Help: "Bytes relayed in finished sessions (up: client to node)."}, []string{"direction"}),
 	}
-	m.reg.MustRegister(m.connections, m.refused, m.sessions, m.sessionsTotal, m.auth, m.backendFailures, m.bytes,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.collectors = []prometheus.Collector{m.connections, m.refused, m.sessions, m.sessionsTotal, m.auth, m.backendFailures, m.bytes}
 	return m
 }
 
 // unauthenticated exports the number of connections that have not
 // authenticated yet.
 func (m *metrics) unauthenticated(f func() int) {
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	m.collectors = append(m.collectors, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "frontdoor_unauthenticated_connections", Help: "Client connections admitted that have not authenticated yet."},
 		func() float64 { return float64(f()) }))
 }
-
-// gossipRefusals exports the gossip entries the cluster refused, by
-// reason (a rogue or misconfigured member shows here first).
-func (m *metrics) gossipRefusals(f func() map[string]uint64) {
-	m.reg.MustRegister(&refusalCollector{f: f, desc: prometheus.NewDesc("frontdoor_gossip_refused_total",
-		"Gossiped entries refused: unsigned or wrongly signed health, a node not in the inventory, an address or pool claim that does not match it, unsealed gateway state, versions ahead of the clock.",
-		[]string{"reason"}, nil)})
-}
-
-type refusalCollector struct {
-	f    func() map[string]uint64
-	desc *prometheus.Desc
-}
-
-func (r *refusalCollector) Describe(ch chan<- *prometheus.Desc) { ch <- r.desc }
-func (r *refusalCollector) Collect(ch chan<- prometheus.Metric) {
-	for reason, n := range r.f() {
-		ch <- prometheus.MustNewConstMetric(r.desc, prometheus.CounterValue, float64(n), reason)
-	}
-}
-
-// Registry exposes the gateway's metrics for the admin HTTP server.
-func (g *Gateway) Registry() *prometheus.Registry { return g.metrics.reg }

@@ -3,12 +3,13 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/login"
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/internal/proxy"
 )
@@ -20,10 +21,10 @@ import (
 
 // sessionEnv is the environment sent to the node for every session
 // channel. The deploy/ sshd drop-in carries the matching AcceptEnv.
-func sessionEnv(d policy.Decision, node Target, session string) map[string]string {
+func sessionEnv(d policy.Decision, n node.Node, session string) map[string]string {
 	env := map[string]string{
-		"FRONTDOOR_NODE":    node.Name,
-		"FRONTDOOR_POOL":    node.Pool,
+		"FRONTDOOR_NODE":    n.Name,
+		"FRONTDOOR_POOL":    n.Pool,
 		"FRONTDOOR_SESSION": session,
 		"FRONTDOOR_RULE":    d.Rule,
 	}
@@ -66,10 +67,10 @@ type GPUUsage interface {
 
 // sessionBanner is the short banner of an interactive login: where the
 // user is and, with a Slurm grant, what they may use and hold now.
-func sessionBanner(user string, d policy.Decision, node Target, usage GPUUsage, wait time.Duration, budget func(account string) string) func() string {
+func sessionBanner(user string, d policy.Decision, n node.Node, usage GPUUsage, wait time.Duration, budget func(account string) string) func() string {
 	return func() string {
 		var b strings.Builder
-		fmt.Fprintf(&b, "frontdoor: %s on %s (pool %s, access %q)", user, node.Name, node.Pool, d.Rule)
+		fmt.Fprintf(&b, "frontdoor: %s on %s (pool %s, access %q)", user, n.Name, n.Pool, d.Rule)
 		sl := d.Slurm
 		if sl == nil {
 			return b.String()
@@ -78,7 +79,7 @@ func sessionBanner(user string, d policy.Decision, node Target, usage GPUUsage, 
 		if len(parts) == 0 {
 			parts = []string{"all"}
 		}
-		fmt.Fprintf(&b, "\nSlurm: account %s, partitions %s (default %s)", sl.Account, strings.Join(parts, ","), orDash(sl.Partition()))
+		fmt.Fprintf(&b, "\nSlurm: account %s, partitions %s (default %s)", sl.Account, strings.Join(parts, ","), login.OrDash(sl.Partition()))
 		if len(d.QOS) > 0 {
 			fmt.Fprintf(&b, ", QOS %s", strings.Join(d.QOS, ","))
 		}
@@ -105,21 +106,14 @@ func sessionBanner(user string, d policy.Decision, node Target, usage GPUUsage, 
 	}
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // allowDirect is where the user's -L and -D may lead (policy forward_to):
 // by default the login node's own services only (localhost, its name and
 // address); "any"; or listed hosts, "*.domain" suffixes and CIDRs.
-func allowDirect(node Target, to []string) func(host string, port uint32) bool {
+func allowDirect(n node.Node, to []string) func(host string, port uint32) bool {
 	if slices.Contains(to, policy.ForwardToAny) {
 		return nil
 	}
-	own := proxy.LocalDestinations(ownNames(node)...)
+	own := proxy.LocalDestinations(ownNames(n)...)
 	var hosts, suffixes []string
 	var nets []netip.Prefix
 	nodeToo := len(to) == 0
@@ -161,10 +155,10 @@ func allowDirect(node Target, to []string) func(host string, port uint32) bool {
 	}
 }
 
-func ownNames(node Target) []string {
-	own := []string{node.Name}
-	if h, _, err := net.SplitHostPort(node.Addr); err == nil {
-		own = append(own, strings.Trim(h, "[]"))
+func ownNames(n node.Node) []string {
+	own := []string{n.Name}
+	if h := n.Host(); h != "" {
+		own = append(own, h)
 	}
 	return own
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 )
 
@@ -23,8 +24,8 @@ func visionDecision(t *testing.T, jobDefaults bool) policy.Decision {
 }
 
 func TestSessionEnv(t *testing.T) {
-	node := Target{Name: "login3", Pool: "gpu", Addr: "10.0.1.13:22"}
-	env := sessionEnv(visionDecision(t, false), node, "s1")
+	n := node.Node{Name: "login3", Pool: "gpu", Addr: "10.0.1.13:22"}
+	env := sessionEnv(visionDecision(t, false), n, "s1")
 	for k, want := range map[string]string{"FRONTDOOR_NODE": "login3", "FRONTDOOR_POOL": "gpu", "FRONTDOOR_SESSION": "s1",
 		"FRONTDOOR_RULE": "vision", "FRONTDOOR_ACCOUNT": "vision", "FRONTDOOR_PARTITION": "h100",
 		"FRONTDOOR_PARTITIONS": "general,h100", "FRONTDOOR_QOS": "fd-vision", "FRONTDOOR_GPU_LIMIT": "4"} {
@@ -35,7 +36,7 @@ func TestSessionEnv(t *testing.T) {
 	if _, ok := env["SBATCH_ACCOUNT"]; ok {
 		t.Error("job defaults set without set_job_defaults")
 	}
-	env = sessionEnv(visionDecision(t, true), node, "s1")
+	env = sessionEnv(visionDecision(t, true), n, "s1")
 	for _, k := range JobDefaultEnv {
 		if env[k] == "" {
 			t.Errorf("set_job_defaults: %s unset", k)
@@ -45,7 +46,7 @@ func TestSessionEnv(t *testing.T) {
 		t.Errorf("job defaults: %v", env)
 	}
 	// Without a Slurm grant: only the node's part.
-	env = sessionEnv(policy.Decision{Rule: "everyone"}, node, "s1")
+	env = sessionEnv(policy.Decision{Rule: "everyone"}, n, "s1")
 	if len(env) != 4 {
 		t.Errorf("no grant: %v", env)
 	}
@@ -69,9 +70,9 @@ func (failingUsage) GPUsHeld(context.Context, string, string) (int, int, error) 
 }
 
 func TestSessionBanner(t *testing.T) {
-	node := Target{Name: "login3", Pool: "gpu"}
+	n := node.Node{Name: "login3", Pool: "gpu"}
 	d := visionDecision(t, false)
-	b := sessionBanner("bob", d, node, slowUsage{}, time.Second, func(a string) string { return "budget line for " + a })()
+	b := sessionBanner("bob", d, n, slowUsage{}, time.Second, func(a string) string { return "budget line for " + a })()
 	for _, want := range []string{"bob on login3 (pool gpu", "account vision", "partitions general,h100 (default h100)",
 		"GPU limit: 4 per user, 8 for account vision", "GPUs held now: you 2, vision 6", "budget line for vision"} {
 		if !strings.Contains(b, want) {
@@ -81,20 +82,20 @@ func TestSessionBanner(t *testing.T) {
 	// A Slurm slower than the wait, or down, costs the login nothing but
 	// the figure.
 	start := time.Now()
-	b = sessionBanner("bob", d, node, slowUsage{delay: time.Hour}, 50*time.Millisecond, nil)()
+	b = sessionBanner("bob", d, n, slowUsage{delay: time.Hour}, 50*time.Millisecond, nil)()
 	if !strings.Contains(b, "GPUs held now: unknown") || time.Since(start) > 10*time.Second {
 		t.Errorf("slow Slurm: %q after %v", b, time.Since(start))
 	}
-	if b = sessionBanner("bob", d, node, failingUsage{}, time.Second, nil)(); !strings.Contains(b, "unknown") {
+	if b = sessionBanner("bob", d, n, failingUsage{}, time.Second, nil)(); !strings.Contains(b, "unknown") {
 		t.Errorf("failing Slurm: %q", b)
 	}
-	if b = sessionBanner("dave", policy.Decision{Rule: "everyone"}, node, slowUsage{}, time.Second, nil)(); strings.Contains(b, "Slurm") {
+	if b = sessionBanner("dave", policy.Decision{Rule: "everyone"}, n, slowUsage{}, time.Second, nil)(); strings.Contains(b, "Slurm") {
 		t.Errorf("no grant: %q", b)
 	}
 }
 
 func TestAllowDirect(t *testing.T) {
-	node := Target{Name: "login1", Addr: "10.0.1.11:22"}
+	n := node.Node{Name: "login1", Addr: "10.0.1.11:22"}
 	for _, tc := range []struct {
 		to    []string
 		host  string
@@ -115,12 +116,12 @@ func TestAllowDirect(t *testing.T) {
 		{[]string{"node", "10.0.0.0/16"}, "::ffff:10.0.3.3", true},
 		{[]string{"jupyter.internal"}, "JUPYTER.internal.", true},
 	} {
-		f := allowDirect(node, tc.to)
+		f := allowDirect(n, tc.to)
 		if got := f(tc.host, 8888); got != tc.allow {
 			t.Errorf("forward_to %v, %s: allowed %v, want %v", tc.to, tc.host, got, tc.allow)
 		}
 	}
-	if allowDirect(node, []string{"any"}) != nil {
+	if allowDirect(n, []string{"any"}) != nil {
 		t.Error("any: want no filter")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
@@ -31,31 +32,44 @@ const (
 	banAddr = "addr:"
 )
 
-// failureFloor is the least time a refused password takes to answer.
-// Without it an unknown name (no bind) answers faster than a known one
-// with a wrong password (a bind to AD), which tells a stranger which
-// accounts exist. It is above a bind's usual latency; a typo costs the
-// user a quarter of a second.
-const failureFloor = 250 * time.Millisecond
-
 // errThrottled marks a password attempt refused before the directory.
 var errThrottled = errors.New("password attempt refused by the throttle")
 
+// Bans are password bans every gateway of a cluster honours
+// (internal/cluster.Cluster).
+type Bans interface {
+	Banned(key string) (until time.Time, ok bool)
+	Ban(key string, until time.Time, reason string) error
+}
+
+// passwordGate is the three gates. Safe for concurrent use.
+type passwordGate struct {
+	dir      directory.Directory
+	bans     Bans // nil without gossip
+	throttle *throttle.Throttle
+	checks   chan struct{} // one per password verification running
+	log      *slog.Logger
+}
+
+func newPasswordGate(dir directory.Directory, bans Bans, cfg throttle.Config, maxChecks int, log *slog.Logger) *passwordGate {
+	return &passwordGate{dir: dir, bans: bans, throttle: throttle.New(cfg), checks: make(chan struct{}, maxChecks), log: log}
+}
+
 // checkPassword verifies name's password through the gates above. On
 // failure reason is the audit reason.
-func (g *Gateway) checkPassword(ctx context.Context, c *conn, name, pw string) (directory.Identity, string, error) {
+func (g *passwordGate) check(ctx context.Context, srcKey, account, name, pw string) (directory.Identity, string, error) {
 	// Throttle on the account, not the name typed: AD users often have a
 	// UPN whose prefix is not their account name (john.doe@… for jdoe),
 	// and every name must share one allowance or AD's lockout is
 	// reachable.
-	key := g.accountKey(name)
-	if id, err := c.resolve(name); err == nil {
-		key = id.Name
+	key := account
+	if key == "" {
+		key = g.accountKey(name)
 	}
-	if wait, why, banned := g.banned(key, c.srcK); banned {
+	if wait, why, banned := g.banned(key, srcKey); banned {
 		return directory.Identity{}, fmt.Sprintf("%s for %s after repeated failures", why, wait.Round(time.Second)), errThrottled
 	}
-	r, wait, err := g.throttle.Reserve(ctx, key, c.srcK)
+	r, wait, err := g.throttle.Reserve(ctx, key, srcKey)
 	switch {
 	case errors.Is(err, throttle.ErrThrottled):
 		return directory.Identity{}, fmt.Sprintf("throttled for %s after repeated failures", wait.Round(time.Second)), errThrottled
@@ -63,7 +77,7 @@ func (g *Gateway) checkPassword(ctx context.Context, c *conn, name, pw string) (
 		return directory.Identity{}, "gave up waiting for another password attempt of the account or source", err
 	}
 	select {
-	case g.pwChecks <- struct{}{}:
+	case g.checks <- struct{}{}:
 	case <-ctx.Done():
 		r.Release()
 		return directory.Identity{}, "gave up waiting for a password check slot", ctx.Err()
@@ -71,35 +85,44 @@ func (g *Gateway) checkPassword(ctx context.Context, c *conn, name, pw string) (
 	vctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	id, err := g.dir.VerifyPassword(vctx, name, pw)
 	cancel()
-	<-g.pwChecks
+	<-g.checks
 	if err != nil {
 		// A directory that could not answer counts too: otherwise a
 		// guesser tries without limit while the DC is away (and against
 		// a password cache, when one is on).
 		r.Fail()
-		g.banIfTripped(key, c.srcK)
+		g.banIfTripped(key, srcKey)
 		return directory.Identity{}, "", err
 	}
 	r.Success()
 	return id, "", nil
 }
 
-// padFailure waits until a refused password has taken failureFloor and
-// the lookup floor since start (or ctx ends).
-func (g *Gateway) padFailure(ctx context.Context, start time.Time) {
-	sleepUntil(ctx, start.Add(max(failureFloor, g.lookups.floor())))
+// canonicalizer is implemented by directories where one user may type
+// several names (AD: alice, HPC\alice, alice@hpc.example.edu).
+type canonicalizer interface {
+	CanonicalName(typed string) string
+}
+
+// accountKey is the per-account throttling key of a name that could not be
+// resolved: every form of a name counts against the same allowance.
+func (g *passwordGate) accountKey(name string) string {
+	if c, ok := g.dir.(canonicalizer); ok {
+		return c.CanonicalName(name)
+	}
+	return name
 }
 
 // banned reports a cluster-wide ban of the account or source.
-func (g *Gateway) banned(key, src string) (wait time.Duration, why string, ok bool) {
-	if g.cluster == nil {
+func (g *passwordGate) banned(key, src string) (wait time.Duration, why string, ok bool) {
+	if g.bans == nil {
 		return 0, "", false
 	}
 	now := time.Now()
-	if until, banned := g.cluster.Banned(banUser + key); banned {
+	if until, banned := g.bans.Banned(banUser + key); banned {
 		return until.Sub(now), "account banned cluster-wide", true
 	}
-	if until, banned := g.cluster.Banned(banAddr + src); banned {
+	if until, banned := g.bans.Banned(banAddr + src); banned {
 		return until.Sub(now), "address banned cluster-wide", true
 	}
 	return 0, "", false
@@ -107,18 +130,18 @@ func (g *Gateway) banned(key, src string) (wait time.Duration, why string, ok bo
 
 // banIfTripped bans the account or address cluster-wide, for as long as
 // the local throttle refuses it, once a failure tripped a limit.
-func (g *Gateway) banIfTripped(key, src string) {
-	if g.cluster == nil {
+func (g *passwordGate) banIfTripped(key, src string) {
+	if g.bans == nil {
 		return
 	}
 	now := time.Now()
 	if wait, ok := g.throttle.Check(key, ""); !ok {
-		if err := g.cluster.Ban(banUser+key, now.Add(wait), "password failures"); err != nil {
+		if err := g.bans.Ban(banUser+key, now.Add(wait), "password failures"); err != nil {
 			g.log.Error("cluster ban failed", "user", key, "err", err)
 		}
 	}
 	if wait, ok := g.throttle.Check("", src); !ok {
-		if err := g.cluster.Ban(banAddr+src, now.Add(wait), "password failures"); err != nil {
+		if err := g.bans.Ban(banAddr+src, now.Add(wait), "password failures"); err != nil {
 			g.log.Error("cluster ban failed", "src", src, "err", err)
 		}
 	}

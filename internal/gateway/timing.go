@@ -14,7 +14,7 @@ import (
 // AD only for an account that exists. So the first refusal for a name on
 // a connection answers no earlier than the lookup floor — above what
 // recent directory lookups took — and a refused password no earlier than
-// failureFloor (throttle.go) or the lookup floor, whichever is later.
+// failureFloor or the lookup floor, whichever is later.
 
 // lookupTimes remembers how long recent directory lookups took.
 type lookupTimes struct {
@@ -65,3 +65,10 @@ func sleepUntil(ctx context.Context, t time.Time) {
 	case <-ctx.Done():
 	}
 }
+
+// failureFloor is the least time a refused password takes to answer.
+// Without it an unknown name (no bind) answers faster than a known one
+// with a wrong password (a bind to AD), which tells a stranger which
+// accounts exist. It is above a bind's usual latency; a typo costs the
+// user a quarter of a second.
+const failureFloor = 250 * time.Millisecond

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
 // Explain renders a decision as the table `frontdoor explain USER` prints:
@@ -25,14 +27,23 @@ func Explain(user string, d Decision, err error) string {
 		if why == "" {
 			why = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Node, v.Pool, cand, score, rank, why)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Node.Name, v.Node.Pool, cand, score, rank, why)
 	}
 	tw.Flush()
 	switch {
 	case err != nil:
 		fmt.Fprintf(&b, "decision for %s: refused: %v (%s)\n", user, err, d.Reason)
 	default:
-		fmt.Fprintf(&b, "decision for %s: %s, try %s\n", user, d.Reason, strings.Join(d.Order, " → "))
+		fmt.Fprintf(&b, "decision for %s: %s, try %s\n", user, d.Reason, strings.Join(Names(d.Order), " → "))
 	}
 	return b.String()
+}
+
+// Names lists the names of nodes, in order.
+func Names(nodes []node.Node) []string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.Name
+	}
+	return out
 }

@@ -13,13 +13,14 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
-// Node is one login node as the gateway sees it at decision time.
+// Node is one login node as the gateway sees it at decision time: the node
+// (name, address, pool; from the gateways' inventory) and its health.
 type Node struct {
-	Name string
-	Pool string
-	Addr string // host:port of the node's sshd, as the gateway dials it
+	node.Node
 
 	Alive    bool      // member of the gossip cluster (agent answering)
 	SSHDUp   bool      // the agent's last probe saw an SSH-2.0 banner
@@ -65,18 +66,23 @@ type Request struct {
 
 // Weights scale each term of a node's score; a lower score is a better node.
 type Weights struct {
-	Load     float64 `yaml:"load"`     // per unit of 1-minute load per CPU
-	Memory   float64 `yaml:"memory"`   // per unit of used memory fraction (1-MemAvailFrac)
-	Pressure float64 `yaml:"pressure"` // per unit of CPU+memory PSI fraction
-	Sessions float64 `yaml:"sessions"` // per session (live + recently routed) per CPU
-	Users    float64 `yaml:"users"`    // per distinct user per CPU
+	// Load weighs the 1-minute load average per CPU.
+	Load float64 `yaml:"load"`
+	// Memory weighs the fraction of memory in use (1 - MemAvailable/MemTotal).
+	Memory float64 `yaml:"memory"`
+	// Pressure weighs CPU plus memory pressure (PSI "some" avg10, as fractions).
+	Pressure float64 `yaml:"pressure"`
+	// Sessions weighs sessions (live and just routed) per CPU.
+	Sessions float64 `yaml:"sessions"`
+	// Users weighs distinct users per CPU.
+	Users float64 `yaml:"users"`
 }
 
 // Config tunes the decision. The zero value is not useful; start from
 // DefaultConfig.
 type Config struct {
 	// StaleAfter is how old health may be before a node stops being a
-	// candidate. It should be a few agent publish intervals.
+	// candidate. It should be a few agent intervals.
 	StaleAfter time.Duration `yaml:"stale_after"`
 	// StickyFor is how long after a user's last session ends new logins
 	// still go to the same node. VS Code keeps its server for 3 h; 8 h
@@ -87,9 +93,11 @@ type Config struct {
 	// at or above the number of candidates is greedy. 2 is the classic
 	// choice: near-optimal balance without herding.
 	Choices int `yaml:"choices"`
-	// MaxTries bounds Decision.Order: the chosen node plus fallbacks.
-	MaxTries int     `yaml:"max_tries"`
-	Weights  Weights `yaml:"weights"`
+	// MaxTries bounds the nodes a decision lists: the chosen node plus
+	// fallbacks.
+	MaxTries int `yaml:"max_tries"`
+	// Weights scale the terms of a node's score; the lowest score wins.
+	Weights Weights `yaml:"weights"`
 }
 
 // DefaultConfig returns the defaults described on each Config field.
@@ -148,20 +156,19 @@ var (
 // RefusedError says why an explicitly named node cannot take the login.
 // It wraps ErrRefused.
 type RefusedError struct {
-	Node   string
+	Node   node.Node
 	Reason string // one of the Why constants
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("login node %s is not available: %s", e.Node, e.Reason)
+	return fmt.Sprintf("login node %s is not available: %s", e.Node.Name, e.Reason)
 }
 
 func (e *RefusedError) Unwrap() error { return ErrRefused }
 
 // Verdict is the decision's view of one node, for explain.
 type Verdict struct {
-	Node      string
-	Pool      string
+	Node      node.Node
 	Candidate bool
 	Why       string  // reason it is not a candidate; "" for candidates
 	Score     float64 // lower is better; only meaningful for candidates
@@ -170,9 +177,9 @@ type Verdict struct {
 
 // Decision is the outcome of Decide.
 type Decision struct {
-	// Order lists node names to try, first choice first. Retry the next one
+	// Order lists the nodes to try, first choice first. Retry the next one
 	// if the dial or backend authentication fails.
-	Order []string
+	Order []node.Node
 	// Reason is a short phrase for logs and explain: "explicit", "sticky",
 	// "least-loaded", possibly with a note ("sticky node x: draining").
 	Reason string
@@ -191,14 +198,14 @@ func Decide(req Request, nodes []Node, cfg Config, rnd *rand.Rand) (Decision, er
 	for i, n := range nodes {
 		byName[n.Name] = i
 		why := rejects(req, n, cfg)
-		v := Verdict{Node: n.Name, Pool: n.Pool, Candidate: why == "", Why: why}
+		v := Verdict{Node: n.Node, Candidate: why == "", Why: why}
 		if why == "" {
 			v.Score = Score(n, cfg.Weights)
-			cands = append(cands, scored{name: n.Name, score: v.Score})
+			cands = append(cands, scored{node: n.Node, score: v.Score})
 		}
 		d.Verdicts = append(d.Verdicts, v)
 	}
-	slices.SortFunc(d.Verdicts, func(a, b Verdict) int { return cmpString(a.Node, b.Node) })
+	slices.SortFunc(d.Verdicts, func(a, b Verdict) int { return cmpString(a.Node.Name, b.Node.Name) })
 	// Best first; name breaks ties so the order is deterministic.
 	slices.SortFunc(cands, func(a, b scored) int {
 		if a.score != b.score {
@@ -207,7 +214,7 @@ func Decide(req Request, nodes []Node, cfg Config, rnd *rand.Rand) (Decision, er
 			}
 			return 1
 		}
-		return cmpString(a.name, b.name)
+		return cmpString(a.node.Name, b.node.Name)
 	})
 
 	if req.Explicit != "" {
@@ -218,10 +225,10 @@ func Decide(req Request, nodes []Node, cfg Config, rnd *rand.Rand) (Decision, er
 		}
 		if why := rejects(req, nodes[i], cfg); why != "" {
 			d.Reason = "explicit node refused: " + why
-			return d, fmt.Errorf("route %s: %w", req.User, &RefusedError{Node: req.Explicit, Reason: why})
+			return d, fmt.Errorf("route %s: %w", req.User, &RefusedError{Node: nodes[i].Node, Reason: why})
 		}
 		// The user asked for this node: no silent fallback elsewhere.
-		d.Order = []string{req.Explicit}
+		d.Order = []node.Node{nodes[i].Node}
 		d.Reason = "explicit"
 		d.rank()
 		return d, nil
@@ -232,12 +239,12 @@ func Decide(req Request, nodes []Node, cfg Config, rnd *rand.Rand) (Decision, er
 		return d, fmt.Errorf("route %s: %w", req.User, ErrNoCandidates)
 	}
 
-	var first string
+	var first node.Node
 	note := ""
 	if a := req.Affinity; a != nil && a.Node != "" && sticky(*a, req.Now, cfg) {
 		if i, ok := byName[a.Node]; ok {
 			if why := rejects(req, nodes[i], cfg); why == "" {
-				first = a.Node
+				first = nodes[i].Node
 				d.Reason = "sticky"
 			} else {
 				note = fmt.Sprintf(" (sticky node %s: %s)", a.Node, why)
@@ -246,7 +253,7 @@ func Decide(req Request, nodes []Node, cfg Config, rnd *rand.Rand) (Decision, er
 			note = fmt.Sprintf(" (sticky node %s: unknown)", a.Node)
 		}
 	}
-	if first == "" {
+	if first.Name == "" {
 		first = choose(cands, cfg.Choices, rnd)
 		d.Reason = "least-loaded" + note
 	}
@@ -256,8 +263,8 @@ func Decide(req Request, nodes []Node, cfg Config, rnd *rand.Rand) (Decision, er
 		if len(d.Order) >= cfg.MaxTries {
 			break
 		}
-		if c.name != first {
-			d.Order = append(d.Order, c.name)
+		if c.node.Name != first.Name {
+			d.Order = append(d.Order, c.node)
 		}
 	}
 	d.rank()
@@ -277,7 +284,7 @@ func Score(n Node, w Weights) float64 {
 }
 
 type scored struct {
-	name  string
+	node  node.Node
 	score float64
 }
 
@@ -312,9 +319,9 @@ func sticky(a Affinity, now time.Time, cfg Config) bool {
 // concurrent decisions made on the same stale snapshot by different
 // gateways, while always preferring the better of the draws keeps the
 // maximum load within a small additive term of the mean.
-func choose(cands []scored, d int, rnd *rand.Rand) string {
+func choose(cands []scored, d int, rnd *rand.Rand) node.Node {
 	if rnd == nil || d >= len(cands) {
-		return cands[0].name
+		return cands[0].node
 	}
 	best := len(cands)
 	// Partial Fisher-Yates over indices; the lowest index drawn is the best
@@ -328,12 +335,12 @@ func choose(cands []scored, d int, rnd *rand.Rand) string {
 		idx[i], idx[j] = idx[j], idx[i]
 		best = min(best, idx[i])
 	}
-	return cands[best].name
+	return cands[best].node
 }
 
 func (d *Decision) rank() {
 	for i := range d.Verdicts {
-		d.Verdicts[i].Rank = slices.Index(d.Order, d.Verdicts[i].Node) + 1
+		d.Verdicts[i].Rank = slices.IndexFunc(d.Order, func(n node.Node) bool { return n.Name == d.Verdicts[i].Node.Name }) + 1
 	}
 }
 

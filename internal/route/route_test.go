@@ -7,14 +7,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
 var now = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
-// node returns a healthy, idle candidate in pool "gpu" that tests modify.
-func node(name string, mod ...func(*Node)) Node {
+// testNode returns a healthy, idle candidate in pool "gpu" that tests modify.
+func testNode(name string, mod ...func(*Node)) Node {
 	n := Node{
-		Name: name, Pool: "gpu", Addr: name + ":22",
+		Node:  node.Node{Name: name, Pool: "gpu", Addr: name + ":22"},
 		Alive: true, SSHDUp: true, HealthAt: now.Add(-time.Second),
 		CPUs: 4, MemAvailFrac: 0.9,
 	}
@@ -26,7 +28,7 @@ func node(name string, mod ...func(*Node)) Node {
 
 func TestDecide(t *testing.T) {
 	cfg := DefaultConfig()
-	base := []Node{node("a"), node("b", func(n *Node) { n.Load1 = 2 }), node("c", func(n *Node) { n.Load1 = 4 })}
+	base := []Node{testNode("a"), testNode("b", func(n *Node) { n.Load1 = 2 }), testNode("c", func(n *Node) { n.Load1 = 4 })}
 	tests := []struct {
 		name      string
 		req       Request
@@ -39,36 +41,36 @@ func TestDecide(t *testing.T) {
 			req: Request{Pools: []string{"gpu"}}, nodes: base, wantOrder: []string{"a", "b", "c"}},
 		{name: "pool not allowed filtered",
 			req:       Request{Pools: []string{"gpu"}},
-			nodes:     []Node{node("a", func(n *Node) { n.Pool = "cpu" }), node("b")},
+			nodes:     []Node{testNode("a", func(n *Node) { n.Pool = "cpu" }), testNode("b")},
 			wantOrder: []string{"b"}},
 		{name: "no pools allows nothing",
 			req: Request{}, nodes: base, wantErr: ErrNoCandidates},
 		{name: "dead filtered",
 			req:   Request{Pools: []string{"gpu"}},
-			nodes: []Node{node("a", func(n *Node) { n.Alive = false }), node("b")}, wantOrder: []string{"b"}},
+			nodes: []Node{testNode("a", func(n *Node) { n.Alive = false }), testNode("b")}, wantOrder: []string{"b"}},
 		{name: "sshd down filtered",
 			req:   Request{Pools: []string{"gpu"}},
-			nodes: []Node{node("a", func(n *Node) { n.SSHDUp = false }), node("b")}, wantOrder: []string{"b"}},
+			nodes: []Node{testNode("a", func(n *Node) { n.SSHDUp = false }), testNode("b")}, wantOrder: []string{"b"}},
 		{name: "stale health filtered",
 			req:   Request{Pools: []string{"gpu"}},
-			nodes: []Node{node("a", func(n *Node) { n.HealthAt = now.Add(-time.Minute) }), node("b")}, wantOrder: []string{"b"}},
+			nodes: []Node{testNode("a", func(n *Node) { n.HealthAt = now.Add(-time.Minute) }), testNode("b")}, wantOrder: []string{"b"}},
 		{name: "never reported filtered",
 			req:   Request{Pools: []string{"gpu"}},
-			nodes: []Node{node("a", func(n *Node) { n.HealthAt = time.Time{} }), node("b")}, wantOrder: []string{"b"}},
+			nodes: []Node{testNode("a", func(n *Node) { n.HealthAt = time.Time{} }), testNode("b")}, wantOrder: []string{"b"}},
 		{name: "draining filtered",
 			req:   Request{Pools: []string{"gpu"}},
-			nodes: []Node{node("a", func(n *Node) { n.Draining = true }), node("b")}, wantOrder: []string{"b"}},
+			nodes: []Node{testNode("a", func(n *Node) { n.Draining = true }), testNode("b")}, wantOrder: []string{"b"}},
 		{name: "session cap filtered, recently routed counts",
 			req: Request{Pools: []string{"gpu"}},
 			nodes: []Node{
-				node("a", func(n *Node) { n.MaxSessions = 10; n.Sessions = 10 }),
-				node("b", func(n *Node) { n.MaxSessions = 10; n.Sessions = 8; n.RecentlyRouted = 2 }),
-				node("c", func(n *Node) { n.MaxSessions = 10; n.Sessions = 9; n.Load1 = 100 }),
+				testNode("a", func(n *Node) { n.MaxSessions = 10; n.Sessions = 10 }),
+				testNode("b", func(n *Node) { n.MaxSessions = 10; n.Sessions = 8; n.RecentlyRouted = 2 }),
+				testNode("c", func(n *Node) { n.MaxSessions = 10; n.Sessions = 9; n.Load1 = 100 }),
 			},
 			wantOrder: []string{"c"}},
 		{name: "nothing left",
 			req:     Request{Pools: []string{"gpu"}},
-			nodes:   []Node{node("a", func(n *Node) { n.Draining = true })},
+			nodes:   []Node{testNode("a", func(n *Node) { n.Draining = true })},
 			wantErr: ErrNoCandidates},
 		{name: "explicit candidate, no fallbacks",
 			req: Request{Pools: []string{"gpu"}, Explicit: "c"}, nodes: base, wantOrder: []string{"c"}},
@@ -79,15 +81,15 @@ func TestDecide(t *testing.T) {
 			req: Request{Pools: []string{"gpu"}, Explicit: "zz"}, nodes: base, wantErr: ErrUnknownNode},
 		{name: "explicit draining refused",
 			req:     Request{Pools: []string{"gpu"}, Explicit: "a"},
-			nodes:   []Node{node("a", func(n *Node) { n.Draining = true }), node("b")},
+			nodes:   []Node{testNode("a", func(n *Node) { n.Draining = true }), testNode("b")},
 			wantErr: ErrRefused, wantWhy: WhyDraining},
 		{name: "explicit other pool refused",
 			req:     Request{Pools: []string{"gpu"}, Explicit: "a"},
-			nodes:   []Node{node("a", func(n *Node) { n.Pool = "cpu" })},
+			nodes:   []Node{testNode("a", func(n *Node) { n.Pool = "cpu" })},
 			wantErr: ErrRefused, wantWhy: WhyPool},
 		{name: "explicit dead refused",
 			req:     Request{Pools: []string{"gpu"}, Explicit: "a"},
-			nodes:   []Node{node("a", func(n *Node) { n.Alive = false })},
+			nodes:   []Node{testNode("a", func(n *Node) { n.Alive = false })},
 			wantErr: ErrRefused, wantWhy: WhyDead},
 		{name: "sticky with live session beats load",
 			req:       Request{Pools: []string{"gpu"}, Affinity: &Affinity{Node: "c", Live: 1, LastSeen: now.Add(-48 * time.Hour)}},
@@ -103,8 +105,8 @@ func TestDecide(t *testing.T) {
 			wantOrder: []string{"a", "b", "c"}, wantWhy: "least-loaded"},
 		{name: "sticky node draining falls back with a note",
 			req: Request{Pools: []string{"gpu"}, Affinity: &Affinity{Node: "b", Live: 2}},
-			nodes: []Node{node("a", func(n *Node) { n.Load1 = 1 }),
-				node("b", func(n *Node) { n.Draining = true }), node("c")},
+			nodes: []Node{testNode("a", func(n *Node) { n.Load1 = 1 }),
+				testNode("b", func(n *Node) { n.Draining = true }), testNode("c")},
 			wantOrder: []string{"c", "a"}, wantWhy: "sticky node b: draining"},
 		{name: "sticky node gone",
 			req:       Request{Pools: []string{"gpu"}, Affinity: &Affinity{Node: "old", Live: 1}},
@@ -112,15 +114,15 @@ func TestDecide(t *testing.T) {
 			wantOrder: []string{"a", "b", "c"}, wantWhy: "sticky node old: unknown"},
 		{name: "sticky node no longer in allowed pools",
 			req:       Request{Pools: []string{"gpu"}, Affinity: &Affinity{Node: "x", Live: 1}},
-			nodes:     append([]Node{node("x", func(n *Node) { n.Pool = "cpu" })}, base...),
+			nodes:     append([]Node{testNode("x", func(n *Node) { n.Pool = "cpu" })}, base...),
 			wantOrder: []string{"a", "b", "c"}, wantWhy: WhyPool},
 		{name: "max tries bounds fallbacks",
 			req:       Request{Pools: []string{"gpu"}},
-			nodes:     append(base, node("d", func(n *Node) { n.Load1 = 8 })),
+			nodes:     append(base, testNode("d", func(n *Node) { n.Load1 = 8 })),
 			wantOrder: []string{"a", "b", "c"}},
 		{name: "equal scores tie-break by name",
 			req:       Request{Pools: []string{"gpu"}},
-			nodes:     []Node{node("z"), node("m"), node("b")},
+			nodes:     []Node{testNode("z"), testNode("m"), testNode("b")},
 			wantOrder: []string{"b", "m", "z"}},
 	}
 	for _, tt := range tests {
@@ -145,7 +147,7 @@ func TestDecide(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Decide: %v", err)
 			}
-			if !slices.Equal(d.Order, tt.wantOrder) {
+			if !slices.Equal(Names(d.Order), tt.wantOrder) {
 				t.Fatalf("order = %v, want %v (reason %q)", d.Order, tt.wantOrder, d.Reason)
 			}
 			if tt.wantWhy != "" && !strings.Contains(d.Reason, tt.wantWhy) {
@@ -157,18 +159,18 @@ func TestDecide(t *testing.T) {
 
 func TestVerdicts(t *testing.T) {
 	nodes := []Node{
-		node("c", func(n *Node) { n.Draining = true }),
-		node("a"),
-		node("b", func(n *Node) { n.Load1 = 4 }),
+		testNode("c", func(n *Node) { n.Draining = true }),
+		testNode("a"),
+		testNode("b", func(n *Node) { n.Load1 = 4 }),
 	}
 	d, err := Decide(Request{Pools: []string{"gpu"}, Now: now}, nodes, DefaultConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Verdict{
-		{Node: "a", Pool: "gpu", Candidate: true, Score: Score(nodes[1], DefaultConfig().Weights), Rank: 1},
-		{Node: "b", Pool: "gpu", Candidate: true, Score: Score(nodes[2], DefaultConfig().Weights), Rank: 2},
-		{Node: "c", Pool: "gpu", Why: WhyDraining},
+		{Node: nodes[1].Node, Candidate: true, Score: Score(nodes[1], DefaultConfig().Weights), Rank: 1},
+		{Node: nodes[2].Node, Candidate: true, Score: Score(nodes[2], DefaultConfig().Weights), Rank: 2},
+		{Node: nodes[0].Node, Why: WhyDraining},
 	}
 	if !slices.Equal(d.Verdicts, want) {
 		t.Fatalf("verdicts = %+v\nwant %+v", d.Verdicts, want)
@@ -217,7 +219,7 @@ func TestScore(t *testing.T) {
 func TestPowerOfTwoChoicesSpreads(t *testing.T) {
 	var nodes []Node
 	for i := range 10 {
-		nodes = append(nodes, node(string(rune('a'+i)), func(n *Node) { n.Load1 = float64(i) }))
+		nodes = append(nodes, testNode(string(rune('a'+i)), func(n *Node) { n.Load1 = float64(i) }))
 	}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	counts := map[string]int{}
@@ -226,8 +228,9 @@ func TestPowerOfTwoChoicesSpreads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		counts[d.Order[0]]++
-		if len(d.Order) != 3 || slices.Contains(d.Order[1:], d.Order[0]) {
+		order := Names(d.Order)
+		counts[order[0]]++
+		if len(order) != 3 || slices.Contains(order[1:], order[0]) {
 			t.Fatalf("bad order %v", d.Order)
 		}
 	}
@@ -241,8 +244,8 @@ func TestPowerOfTwoChoicesSpreads(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Choices = 10
 	d, _ := Decide(Request{Pools: []string{"gpu"}, Now: now}, nodes, cfg, rnd)
-	if d.Order[0] != "a" {
-		t.Errorf("greedy choice = %s, want a", d.Order[0])
+	if d.Order[0].Name != "a" {
+		t.Errorf("greedy choice = %s, want a", d.Order[0].Name)
 	}
 }
 

@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -167,4 +168,18 @@ func (uc *UsageCache) refresh(done chan struct{}, now func() time.Time) {
 
 func usageOf(t GPUTable, user, account string) Usage {
 	return Usage{User: t.ByUser[user], Account: t.ByAccount[account], Known: true}
+}
+
+// ErrUsageUnknown: Slurm did not answer in time, so the GPUs held are not
+// known.
+var ErrUsageUnknown = errors.New("GPU use unknown: Slurm did not answer in time")
+
+// GPUsHeld is Lookup in the form login banners ask (the gateway's
+// GPUUsage): the counts, or ErrUsageUnknown.
+func (uc *UsageCache) GPUsHeld(ctx context.Context, user, account string) (userGPUs, accountGPUs int, err error) {
+	u := uc.Lookup(ctx, user, account)
+	if !u.Known {
+		return 0, 0, ErrUsageUnknown
+	}
+	return u.User, u.Account, nil
 }

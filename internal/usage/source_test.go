@@ -86,7 +86,7 @@ func TestLocalAuditFiles(t *testing.T) {
 	if st.Sources != 4 || st.Records != 10 || st.Bad != 1 || len(got) != 10 {
 		t.Errorf("stats %+v, %d records; want 4 files, 10 session records (5 sessions), 1 bad line", st, len(got))
 	}
-	r := usage.Aggregate(usage.Input{From: nov1, To: dec1, Now: dec1, By: usage.ByGroup, Events: got, Config: usage.Config{}.Defaults()})
+	r := usage.Aggregate(usage.Input{From: nov1, To: dec1, Now: dec1, By: usage.ByGroup, Events: got, Config: usage.DefaultConfig()})
 	if len(r.Rows) != 1 || r.Rows[0].Key != "nlp" || r.Rows[0].Sessions != 5 || r.Rows[0].SessionHours != 5 {
 		t.Errorf("rows %+v", r.Rows)
 	}
@@ -117,8 +117,9 @@ func TestAuditFromS3(t *testing.T) {
 
 	var all []audit.Event
 	for _, gw := range []string{"gw1", "gw2"} {
-		cfg := s3sink.Config{Bucket: bucket, Region: "us-east-1", Endpoint: srv.URL, PathStyle: true,
-			SpoolDir: filepath.Join(t.TempDir(), gw), BatchMaxEvents: 4, BatchMaxAge: time.Hour}
+		cfg := s3sink.DefaultConfig()
+		cfg.Bucket, cfg.Region, cfg.Endpoint, cfg.PathStyle = bucket, "us-east-1", srv.URL, true
+		cfg.SpoolDir, cfg.BatchMaxEvents, cfg.BatchMaxAge = filepath.Join(t.TempDir(), gw), 4, time.Hour
 		sink, err := s3sink.New(ctx, cfg, gw, s3sink.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)
@@ -182,7 +183,7 @@ func TestAuditFromS3(t *testing.T) {
 	}
 	// The same records from a local file as well count once.
 	dup := append(append([]audit.Event{}, got...), got...)
-	r := usage.Aggregate(usage.Input{From: nov1, To: dec1, Now: dec1, By: usage.ByUser, Events: usage.Dedup(dup), Config: usage.Config{}.Defaults()})
+	r := usage.Aggregate(usage.Input{From: nov1, To: dec1, Now: dec1, By: usage.ByUser, Events: usage.Dedup(dup), Config: usage.DefaultConfig()})
 	// Per gateway: 12 sessions from Oct 31 18:00, the first one before the
 	// window: 11 in it; and the old object's one.
 	if len(r.Rows) != 1 || r.Rows[0].Sessions != 23 || r.Rows[0].SessionHours != 23 {
@@ -203,7 +204,7 @@ func FuzzReadEvents(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var evs []audit.Event
 		_, _, _ = usage.ReadEvents(strings.NewReader(string(data)), nov1, dec1, func(e audit.Event) { evs = append(evs, e) })
-		r := usage.Aggregate(usage.Input{From: nov1, To: dec1, Now: dec1, By: usage.ByUser, Events: evs, Config: usage.Config{}.Defaults()})
+		r := usage.Aggregate(usage.Input{From: nov1, To: dec1, Now: dec1, By: usage.ByUser, Events: evs, Config: usage.DefaultConfig()})
 		for _, row := range r.Rows {
 			if row.SessionHours < 0 || row.LoginNodeHours < 0 || row.SessionHours > 24*30*float64(len(evs)) {
 				t.Fatalf("impossible row from %q: %+v", data, row)

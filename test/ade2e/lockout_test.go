@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 )
 
@@ -23,7 +24,7 @@ func TestNoLockoutThroughFrontdoor(t *testing.T) {
 	ctx := t.Context()
 	dc.LockoutForTest(t, 3, 10*time.Minute)
 
-	safe := newGateway(t, gwOptions{Throttle: map[string]any{"user_failures": 2, "user_window": "30m"}})
+	safe := newGateway(t, gwOptions{Edit: func(c *config.Config) { c.Throttle.UserFailures, c.Throttle.UserWindow = 2, 30*time.Minute }})
 	victim, err := createUser(ctx, uniqueName("ade-victim"), grpNested)
 	if err != nil {
 		t.Fatal(err)

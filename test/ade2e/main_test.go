@@ -25,8 +25,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,13 +33,12 @@ import (
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
-	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 	"github.com/frontdoor-hpc/frontdoor/test/harness/samba"
@@ -236,27 +233,21 @@ func createUser(ctx context.Context, name, group string) (*harness.User, error) 
 
 // gwOptions are what differs between the suite's gateways.
 type gwOptions struct {
-	// AD overrides keys of the directory.ad section (timeout, cache_ttl,
-	// cache_passwords, ...).
-	AD map[string]any
-	// Throttle overrides keys of the throttle section. The default is
-	// generous: every client connects from 127.0.0.1, and tests taking
-	// wrong passwords run in parallel with tests logging in.
-	Throttle map[string]any
+	// Edit changes the gateway's configuration after the suite's
+	// defaults: the DC as directory, answers cached 1s, retries every
+	// 100-500ms, and a generous throttle (every client connects from
+	// 127.0.0.1, and tests taking wrong passwords run in parallel with
+	// tests logging in).
+	Edit func(*config.Config)
 	// Rules default to one rule granting pool general to grpOuter only.
 	Rules []policy.Rule
 }
 
-// adGateway is an in-process gateway with the AD directory on 127.0.0.1.
+// adGateway is an in-process gateway (test/harness) with the AD directory.
 type adGateway struct {
-	srv        *gateway.Assembled
-	dir        *ad.Directory // srv's directory
-	cfg        *config.Config
-	ln         net.Listener
-	knownHosts string
-	logFile    *os.File
-	served     chan error
-	closed     atomic.Bool
+	*harness.Gateway
+	dir *ad.Directory // the gateway's directory
+	cfg *config.Config
 }
 
 var gwCount atomic.Int32
@@ -288,108 +279,34 @@ func startGateway(ctx context.Context, dir string, o gwOptions) (*adGateway, err
 	if rules == nil {
 		rules = []policy.Rule{{Name: ruleName, Groups: []string{grpOuter}, Pools: []string{pool}}}
 	}
-	path, err := harness.WriteGatewayConfig(dir, harness.GatewayConfig{
+	hg, err := harness.StartGateway(ctx, harness.GatewayOptions{Dir: dir, Config: harness.GatewayConfig{
 		Keys: keys, Nodes: nodes, Rules: rules,
-		UsersFile: filepath.Join(dir, "unused-users.yaml"), // replaced below
-	})
+		Edit: func(c *config.Config) {
+			c.Directory.Kind, c.Directory.AD = source.KindAD, harness.ADConfig(dc)
+			a := &c.Directory.AD
+			a.Timeout, a.CacheTTL, a.OfflineMaxAge = 5*time.Second, time.Second, time.Hour
+			a.RetryMin, a.RetryMax = 100*time.Millisecond, 500*time.Millisecond
+			harness.GenerousThrottle(&c.Throttle)
+			if o.Edit != nil {
+				o.Edit(c)
+			}
+		},
+	}})
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
+	g := &adGateway{Gateway: hg, cfg: hg.Config()}
+	var ok bool
+	if g.dir, ok = hg.Parts().Directory.(*ad.Directory); !ok {
+		hg.Close()
+		return nil, fmt.Errorf("gateway directory is %T, want AD", hg.Parts().Directory)
 	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, err
-	}
-	adc := map[string]any{
-		"urls":            []string{dc.URL()},
-		"ca_file":         dc.CAFile(),
-		"base_dn":         dc.BaseDN(),
-		"bind_dn":         dc.AdminDN(),
-		"bind_password":   dc.AdminPassword(),
-		"domain":          dc.Domain(),
-		"upn_suffixes":    []string{dc.UPNSuffix()},
-		"key_attribute":   "sshPublicKey",
-		"timeout":         "5s",
-		"cache_ttl":       "1s",
-		"offline_max_age": "1h",
-		"retry_min":       "100ms",
-		"retry_max":       "500ms",
-	}
-	for k, v := range o.AD {
-		adc[k] = v
-	}
-	thr := map[string]any{
-		"user_failures":   100,
-		"source_failures": 100000,
-		// The backoff applies per source too, and every test connects
-		// from 127.0.0.1: keep it out of the way.
-		"base_delay": "1ns",
-		"max_delay":  "1ns",
-	}
-	for k, v := range o.Throttle {
-		thr[k] = v
-	}
-	doc["directory"] = map[string]any{"kind": "ad", "ad": adc}
-	doc["throttle"] = thr
-	if b, err = yaml.Marshal(doc); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return nil, err
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		return nil, fmt.Errorf("gateway config: %w", err)
-	}
-	if cfg.Directory.Kind != "ad" {
-		return nil, fmt.Errorf("gateway config: directory kind %q, want ad", cfg.Directory.Kind)
-	}
-	g := &adGateway{cfg: cfg, served: make(chan error, 1)}
-	if g.logFile, err = os.OpenFile(filepath.Join(dir, "gateway.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
-		return nil, err
-	}
-	log := slog.New(slog.NewJSONHandler(g.logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	// Built the one way every gateway is (as `frontdoor gateway` does).
-	if g.srv, err = gateway.Build(ctx, cfg, log); err != nil {
-		g.logFile.Close()
-		return nil, err
-	}
-	g.dir = g.srv.Directory.(*ad.Directory)
-	if g.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		g.srv.Close()
-		g.logFile.Close()
-		return nil, err
-	}
-	g.knownHosts = filepath.Join(dir, "client_known_hosts")
-	if err := os.WriteFile(g.knownHosts, []byte(harness.KnownHostsLine(g.Addr(), keys.HostPublicKey)+"\n"), 0o644); err != nil {
-		g.ln.Close()
-		g.srv.Close()
-		g.logFile.Close()
-		return nil, err
-	}
-	go func() { g.served <- g.srv.Serve(ctx, g.ln) }()
 	return g, nil
-}
-
-func (g *adGateway) Addr() string { return g.ln.Addr().String() }
-
-// Close stops the gateway, its sessions and its directory.
-func (g *adGateway) Close() {
-	if g.closed.Swap(true) {
-		return
-	}
-	g.srv.Close()
-	<-g.served
-	g.logFile.Close()
 }
 
 // client is an OpenSSH client for this gateway with u's key (nil: none).
 func (g *adGateway) client(u *harness.User) *harness.Client {
-	port := g.ln.Addr().(*net.TCPAddr).Port
-	c := &harness.Client{Host: "127.0.0.1", Port: port, KnownHosts: g.knownHosts}
+	c := &harness.Client{Host: "127.0.0.1", Port: g.Port(), KnownHosts: g.KnownHostsFile()}
 	if u != nil {
 		c.Identity = u.KeyPath
 	}

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
@@ -258,7 +259,7 @@ func TestInjectionNamesRefused(t *testing.T) {
 // work.
 func TestThrottle(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t, gwOptions{Throttle: map[string]any{"user_failures": 2, "user_window": "10m"}})
+	g := newGateway(t, gwOptions{Edit: func(c *config.Config) { c.Throttle.UserFailures, c.Throttle.UserWindow = 2, 10*time.Minute }})
 	for i := range 2 {
 		mustRefuse(t, g.passwordClient(t, "password", "Wrong-Passw0rd-"+string(rune('a'+i))), thrName)
 	}
@@ -293,7 +294,7 @@ func TestThrottle(t *testing.T) {
 func TestThrottleUPNAlias(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	g := newGateway(t, gwOptions{Throttle: map[string]any{"user_failures": 2, "user_window": "10m"}})
+	g := newGateway(t, gwOptions{Edit: func(c *config.Config) { c.Throttle.UserFailures, c.Throttle.UserWindow = 2, 10*time.Minute }})
 	name := uniqueName("ade-jdoe")
 	u, err := createUser(ctx, name, grpNested)
 	if err != nil {

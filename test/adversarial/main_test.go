@@ -47,6 +47,8 @@ import (
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	rawssh "github.com/frontdoor-hpc/frontdoor/test/adversarial/internal/rawssh"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
@@ -215,14 +217,11 @@ func newActor(u *harness.User) (*actor, error) {
 
 // gwOptions are what differs between the suite's gateways.
 type gwOptions struct {
-	// Throttle keys override the suite's default (generous: one source
-	// address takes many wrong passwords in these tests).
-	Throttle map[string]any
-	// Gateway and Backend keys are merged into those sections.
-	Gateway map[string]any
-	Backend map[string]any
-	// AD keys override the directory.ad section (timeout, ...).
-	AD map[string]any
+	// Edit changes the gateway's configuration after the suite's
+	// defaults: the DC as directory (answers cached 1s), a generous
+	// throttle (one source address takes many wrong passwords in these
+	// tests), a 20s connect timeout (a loaded 2-core machine).
+	Edit func(*config.Config)
 	// Rules default to one rule granting pool general to group.
 	Rules []policy.Rule
 }
@@ -243,25 +242,6 @@ func newGateway(t *testing.T, o gwOptions) *harness.Gateway {
 
 // startGateway starts a harness gateway whose directory is the suite's DC.
 func startGateway(ctx context.Context, dir string, o gwOptions) (*harness.Gateway, error) {
-	thr := map[string]any{"user_failures": 100, "source_failures": 100000, "base_delay": "1ns", "max_delay": "1ns"}
-	for k, v := range o.Throttle {
-		thr[k] = v
-	}
-	adc := map[string]any{
-		"urls":          []string{dc.URL()},
-		"ca_file":       dc.CAFile(),
-		"base_dn":       dc.BaseDN(),
-		"bind_dn":       dc.AdminDN(),
-		"bind_password": dc.AdminPassword(),
-		"domain":        dc.Domain(),
-		"upn_suffixes":  []string{dc.UPNSuffix()},
-		"key_attribute": "sshPublicKey",
-		"timeout":       "5s",
-		"cache_ttl":     "1s",
-	}
-	for k, v := range o.AD {
-		adc[k] = v
-	}
 	rules := o.Rules
 	if rules == nil {
 		rules = []policy.Rule{{Name: ruleName, Groups: []string{group}, Pools: []string{pool}}}
@@ -271,11 +251,13 @@ func startGateway(ctx context.Context, dir string, o gwOptions) (*harness.Gatewa
 		Nodes:          nodes,
 		Rules:          rules,
 		ConnectTimeout: 20 * time.Second, // a loaded 2-core machine
-		GatewayExtra:   o.Gateway,
-		BackendExtra:   o.Backend,
-		Sections: map[string]any{
-			"directory": map[string]any{"kind": "ad", "ad": adc},
-			"throttle":  thr,
+		Edit: func(c *config.Config) {
+			c.Directory.Kind, c.Directory.AD = source.KindAD, harness.ADConfig(dc)
+			c.Directory.AD.Timeout, c.Directory.AD.CacheTTL = 5*time.Second, time.Second
+			harness.GenerousThrottle(&c.Throttle)
+			if o.Edit != nil {
+				o.Edit(c)
+			}
 		},
 	}})
 }

@@ -24,6 +24,8 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/discovery"
 	"github.com/frontdoor-hpc/frontdoor/internal/discovery/discoverytest"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
@@ -231,9 +233,14 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 			if gc.Rules == nil {
 				gc.Rules = []policy.Rule{{Name: "everyone", Groups: []string{"*"}, Pools: []string{"general"}}}
 			}
-			gc.Sections = map[string]any{"discovery": map[string]any{"kind": "hyperpod", "cluster": "ml-cluster",
-				"region": "us-west-2", "endpoint": w.fake.URL, "refresh_interval": "1s", "jitter": 0, "ssh_port": discoveredPort,
-				"instance_groups": []map[string]any{{"name": "login", "pool": "general"}}}}
+			fakeURL := w.fake.URL
+			gc.Edit = func(c *config.Config) {
+				d := discovery.DefaultConfig()
+				d.Kind, d.Cluster, d.Region, d.Endpoint = "hyperpod", "ml-cluster", "us-west-2", fakeURL
+				d.RefreshInterval, d.Jitter, d.SSHPort = time.Second, 0, discoveredPort
+				d.InstanceGroups = []discovery.InstanceGroup{{Name: "login", Pool: "general"}}
+				c.Discovery = &d
+			}
 		}
 		cfg, err := harness.WriteGatewayConfig(gdir, gc)
 		if err != nil {

@@ -3,6 +3,7 @@ package harness
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -12,17 +13,24 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/assembly"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/ca"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
+	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
+	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf"
 )
 
 // ClusterKeys are the keys every gateway of a cluster shares: the SSH host
@@ -79,11 +87,15 @@ func (n *Node) Entry(pool string) NodeEntry {
 }
 
 // GatewayConfig is what the harness needs to write a gateway configuration.
+// The harness starts from config.DefaultConfig, fills in what a test
+// gateway needs (the fields below), lets Edit change anything else on the
+// real types, and writes the file with yamlconf.Encode; the gateway then
+// loads it with config.Load, as the binary does.
 type GatewayConfig struct {
 	// Name is gateway.name (default "gw1").
 	Name string
-	// Listen is gateway.listen (default "127.0.0.1:0"; StartGateway listens
-	// itself and ignores it).
+	// Listen is gateway.listen (default "127.0.0.1:0": the assembly binds
+	// a free port, Addr says which).
 	Listen string
 	// AdminSocket is gateway.admin_socket: default DIR/admin.sock (never
 	// the system's /run/frontdoor, which gateways of one test would share;
@@ -91,13 +103,14 @@ type GatewayConfig struct {
 	// socket); "off" for none. Tests reach it with AdminGet.
 	AdminSocket string
 	// AdminListen is gateway.admin_listen (default: none). TCP needs
-	// authentication: AdminTokenFile (see WriteAdminTokens), or TLS keys in
-	// GatewayExtra.
+	// authentication: AdminTokenFile (see WriteAdminTokens), or TLS files
+	// set in Edit.
 	AdminListen    string
 	AdminTokenFile string
 	Keys           *ClusterKeys
 	Nodes          []NodeEntry
-	// UsersFile is the static directory's users file (see WriteUsersFile).
+	// UsersFile is the static directory's users file (see WriteUsersFile);
+	// Edit may set another directory instead.
 	UsersFile string
 	// Rules are the policy rules; default one rule "everyone" granting
 	// every pool of Nodes to everyone, default forwarding.
@@ -107,62 +120,44 @@ type GatewayConfig struct {
 	Banner    string
 	// LogLevel is log.level (default "debug").
 	LogLevel string
-	// ConnectTimeout is backend.connect_timeout (default 5s).
+	// ConnectTimeout is backend.connect_timeout (default: the config's).
 	ConnectTimeout time.Duration
 	// MaxAttempts is backend.max_attempts (default: the config's).
 	MaxAttempts int
-	// GatewayExtra and BackendExtra are merged into the gateway and
-	// backend sections (e.g. admission limits, backend.min_uid).
-	GatewayExtra map[string]any
-	BackendExtra map[string]any
-	// Sections add or replace whole top-level sections (e.g. "slurm", or
-	// "directory" for an AD directory instead of the static one).
-	Sections map[string]any
 	// RefusalMessage is policy.refusal_message.
 	RefusalMessage string
 	// ExtraKnownHosts are further lines of the backend known_hosts (nodes
 	// that discovery, not Nodes, brings).
 	ExtraKnownHosts []string
+	// Edit, if set, changes the configuration after the harness filled it
+	// in (admission limits, a directory or slurm section, ...).
+	Edit func(*config.Config)
 }
 
-// WriteGatewayConfig writes DIR/gateway.yaml and the backend known_hosts
-// file DIR/nodes_known_hosts for c, and returns the configuration's path.
-func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
-	if _, ok := c.Sections["directory"]; c.Keys == nil || (c.UsersFile == "" && !ok) {
-		return "", errors.New("harness: GatewayConfig needs Keys and UsersFile (or a directory section)")
+// GatewayConfigFor is the configuration WriteGatewayConfig writes for c in
+// dir (it writes the backend known_hosts file DIR/nodes_known_hosts).
+func GatewayConfigFor(dir string, c GatewayConfig) (*config.Config, error) {
+	if c.Keys == nil {
+		return nil, errors.New("harness: GatewayConfig needs Keys")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("harness: %w", err)
+		return nil, fmt.Errorf("harness: %w", err)
 	}
-	if c.Name == "" {
-		c.Name = "gw1"
-	}
-	if c.Listen == "" {
-		c.Listen = "127.0.0.1:0"
-	}
-	if c.AuditFile == "" {
-		c.AuditFile = filepath.Join(dir, "audit.jsonl")
-	}
-	if c.LogLevel == "" {
-		c.LogLevel = "debug"
-	}
+	cfg := config.DefaultConfig()
+	g := &cfg.Gateway
+	g.Name, g.Listen = cmp.Or(c.Name, "gw1"), cmp.Or(c.Listen, "127.0.0.1:0")
+	g.HostKeys, g.UserCAKey = []string{c.Keys.HostKey}, c.Keys.UserCAKey
+	g.AdminSocket = cmp.Or(c.AdminSocket, defaultAdminSocket(dir))
+	g.AdminListen, g.AdminTokenFile, g.Banner = c.AdminListen, c.AdminTokenFile, c.Banner
 	var kh strings.Builder
-	type node struct {
-		Name string `yaml:"name"`
-		Addr string `yaml:"addr"`
-		Pool string `yaml:"pool"`
-	}
-	var nodes []node
-	pools := []string{}
+	var pools []string
 	for _, n := range c.Nodes {
-		if n.Pool == "" {
-			n.Pool = "default"
-		}
-		nodes = append(nodes, node{n.Name, n.Addr, n.Pool})
+		n.Pool = cmp.Or(n.Pool, node.DefaultPool)
+		cfg.Nodes = append(cfg.Nodes, node.Node{Name: n.Name, Addr: n.Addr, Pool: n.Pool})
 		if n.KnownHosts != "" {
 			kh.WriteString(strings.TrimSpace(n.KnownHosts) + "\n")
 		}
-		if !contains(pools, n.Pool) {
+		if !slices.Contains(pools, n.Pool) {
 			pools = append(pools, n.Pool)
 		}
 	}
@@ -171,90 +166,48 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 	}
 	knownHosts := filepath.Join(dir, "nodes_known_hosts")
 	if err := os.WriteFile(knownHosts, []byte(kh.String()), 0o644); err != nil {
-		return "", fmt.Errorf("harness: %w", err)
+		return nil, fmt.Errorf("harness: %w", err)
 	}
-	if c.Rules == nil {
-		c.Rules = []policy.Rule{{Name: "everyone", Groups: []string{"*"}, Pools: pools}}
-	}
-	type rule struct {
-		Name        string        `yaml:"name,omitempty"`
-		Users       []string      `yaml:"users,omitempty"`
-		Groups      []string      `yaml:"groups,omitempty"`
-		Deny        bool          `yaml:"deny,omitempty"`
-		Message     string        `yaml:"message,omitempty"`
-		Pools       []string      `yaml:"pools,omitempty"`
-		Forwarding  *[]string     `yaml:"forwarding,omitempty"` // nil: the default; empty: none
-		ForwardTo   []string      `yaml:"forward_to,omitempty"`
-		MaxSessions int           `yaml:"max_sessions,omitempty"`
-		IdleTimeout string        `yaml:"idle_timeout,omitempty"`
-		IdleWarning string        `yaml:"idle_warning,omitempty"`
-		Slurm       *policy.Slurm `yaml:"slurm,omitempty"`
-	}
-	var rules []rule
-	for _, r := range c.Rules {
-		y := rule{Name: r.Name, Users: r.Users, Groups: r.Groups, Deny: r.Deny, Message: r.Message, Pools: r.Pools,
-			ForwardTo: r.ForwardTo, MaxSessions: r.MaxSessions, Slurm: r.Slurm}
-		if r.Forwarding != nil {
-			f := r.Forwarding
-			y.Forwarding = &f
-		}
-		if r.IdleTimeout > 0 {
-			y.IdleTimeout = r.IdleTimeout.String()
-		}
-		if r.IdleWarning > 0 {
-			y.IdleWarning = r.IdleWarning.String()
-		}
-		rules = append(rules, y)
-	}
-	backend := map[string]any{"known_hosts": []string{knownHosts}}
+	cfg.Backend.KnownHosts = []string{knownHosts}
 	if c.ConnectTimeout > 0 {
-		backend["connect_timeout"] = c.ConnectTimeout.String()
+		cfg.Backend.ConnectTimeout = c.ConnectTimeout
 	}
 	if c.MaxAttempts > 0 {
-		backend["max_attempts"] = c.MaxAttempts
+		cfg.Backend.MaxAttempts = c.MaxAttempts
 	}
-	gw := map[string]any{
-		"name":        c.Name,
-		"listen":      c.Listen,
-		"host_keys":   []string{c.Keys.HostKey},
-		"user_ca_key": c.Keys.UserCAKey,
+	cfg.Directory.Kind, cfg.Directory.Static.File = source.KindStatic, c.UsersFile
+	cfg.Policy.Rules = c.Rules
+	if cfg.Policy.Rules == nil {
+		cfg.Policy.Rules = []policy.Rule{{Name: "everyone", Groups: []string{"*"}, Pools: pools}}
 	}
-	if c.AdminSocket == "" {
-		c.AdminSocket = defaultAdminSocket(dir)
+	if c.RefusalMessage != "" {
+		cfg.Policy.RefusalMessage = c.RefusalMessage
 	}
-	gw["admin_socket"] = c.AdminSocket
-	if c.AdminListen != "" {
-		gw["admin_listen"] = c.AdminListen
+	cfg.Audit.File = cmp.Or(c.AuditFile, filepath.Join(dir, "audit.jsonl"))
+	cfg.Log.Level, cfg.Log.Format = cmp.Or(c.LogLevel, "debug"), "json"
+	if c.Edit != nil {
+		c.Edit(&cfg)
 	}
-	if c.AdminTokenFile != "" {
-		gw["admin_token_file"] = c.AdminTokenFile
-	}
-	if c.Banner != "" {
-		gw["banner"] = c.Banner
-	}
-	for k, v := range c.GatewayExtra {
-		gw[k] = v
-	}
-	for k, v := range c.BackendExtra {
-		backend[k] = v
-	}
-	doc := map[string]any{
-		"gateway":   gw,
-		"backend":   backend,
-		"directory": map[string]any{"kind": "static", "static": map[string]any{"file": c.UsersFile}},
-		"nodes":     nodes,
-		"policy":    policySection(rules, c.RefusalMessage),
-		"audit":     map[string]any{"file": c.AuditFile},
-		"log":       map[string]any{"level": c.LogLevel, "format": "json"},
-	}
-	for k, v := range c.Sections {
-		doc[k] = v
-	}
-	b, err := yaml.Marshal(doc)
+	return &cfg, nil
+}
+
+// WriteGatewayConfig writes DIR/gateway.yaml (and the backend known_hosts
+// file DIR/nodes_known_hosts) for c, and returns the configuration's path.
+func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
+	cfg, err := GatewayConfigFor(dir, c)
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, "gateway.yaml")
+	return WriteConfig(filepath.Join(dir, "gateway.yaml"), cfg)
+}
+
+// WriteConfig writes cfg (a gateway configuration built with the real
+// types) to path, as a file config.Load reads back into the same value.
+func WriteConfig(path string, cfg *config.Config) (string, error) {
+	b, err := yamlconf.Encode(cfg)
+	if err != nil {
+		return "", fmt.Errorf("harness: %w", err)
+	}
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		return "", fmt.Errorf("harness: %w", err)
 	}
@@ -273,23 +226,6 @@ func defaultAdminSocket(dir string) string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("frontdoor-admin-%x", sum[:6]), "admin.sock")
 }
 
-func policySection(rules any, refusal string) map[string]any {
-	p := map[string]any{"rules": rules}
-	if refusal != "" {
-		p["refusal_message"] = refusal
-	}
-	return p
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // GatewayOptions describe an in-process gateway.
 type GatewayOptions struct {
 	// Dir receives gateway.yaml, the known_hosts files, the audit file and
@@ -300,21 +236,26 @@ type GatewayOptions struct {
 	Logger *slog.Logger
 }
 
-// Gateway is a frontdoor gateway running in this process on 127.0.0.1.
+// Gateway is a frontdoor gateway running in this process on 127.0.0.1,
+// built and run by internal/assembly exactly as `frontdoor gateway` runs:
+// directory, inventory, gossip, audit, the SSH server, the admin API, the
+// listeners and GC tuning.
 type Gateway struct {
-	srv        *gateway.Assembled
-	cfg        *config.Config
-	ln         net.Listener
+	srv        *assembly.Gateway
 	hostKey    ssh.PublicKey
 	knownHosts string
 	logFile    *os.File
-	served     chan error
+	stop       context.CancelFunc
+	ran        chan error
+	closeOnce  sync.Once
+	closeErr   error
 }
 
-// StartGateway writes the configuration, builds the gateway exactly as
-// `frontdoor gateway` does (config.Load, gateway.Build) and
-// serves it on a free port of 127.0.0.1. ctx bounds the gateway's life as
-// well; Close stops it and waits.
+// StartGateway writes the configuration, loads it with config.Load and
+// builds, listens and runs the gateway through internal/assembly, as the
+// binary does. ctx bounds the gateway's life as well; Close stops it and
+// waits. Tests that own their gateway use NewGateway, which closes it when
+// the test ends.
 func StartGateway(ctx context.Context, o GatewayOptions) (*Gateway, error) {
 	path, err := WriteGatewayConfig(o.Dir, o.Config)
 	if err != nil {
@@ -324,7 +265,7 @@ func StartGateway(ctx context.Context, o GatewayOptions) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("harness: gateway config: %w", err)
 	}
-	g := &Gateway{cfg: cfg, hostKey: o.Config.Keys.HostPublicKey, served: make(chan error, 1)}
+	g := &Gateway{hostKey: o.Config.Keys.HostPublicKey, ran: make(chan error, 1)}
 	log := o.Logger
 	if log == nil {
 		if g.logFile, err = os.OpenFile(filepath.Join(o.Dir, "gateway.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
@@ -333,42 +274,67 @@ func StartGateway(ctx context.Context, o GatewayOptions) (*Gateway, error) {
 		log = slog.New(slog.NewJSONHandler(g.logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	fail := func(err error) (*Gateway, error) {
+		if g.srv != nil {
+			g.srv.Close()
+		}
 		if g.logFile != nil {
 			g.logFile.Close()
 		}
 		return nil, err
 	}
-	if g.srv, err = gateway.Build(ctx, cfg, log); err != nil {
+	if g.srv, err = assembly.Build(ctx, cfg, log); err != nil {
 		return fail(fmt.Errorf("harness: gateway: %w", err))
 	}
-	if g.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		g.srv.Close()
-		return fail(fmt.Errorf("harness: %w", err))
+	if err := g.srv.Listen(); err != nil {
+		return fail(fmt.Errorf("harness: gateway: %w", err))
 	}
 	g.knownHosts = filepath.Join(o.Dir, "client_known_hosts")
 	if err := os.WriteFile(g.knownHosts, []byte(KnownHostsLine(g.Addr(), g.hostKey)+"\n"), 0o644); err != nil {
-		g.ln.Close()
-		g.srv.Close()
 		return fail(fmt.Errorf("harness: %w", err))
 	}
-	go func() { g.served <- g.srv.Serve(ctx, g.ln) }()
+	var runCtx context.Context
+	runCtx, g.stop = context.WithCancel(ctx)
+	go func() { g.ran <- g.srv.Run(runCtx) }()
 	return g, nil
 }
 
-// Server is the gateway under test (sessions, registry, ...).
-func (g *Gateway) Server() *gateway.Gateway { return g.srv.Gateway }
+// NewGateway is StartGateway for one test: the gateway lives in
+// t.TempDir() (unless o.Dir is set) and is closed when the test ends.
+func NewGateway(t testing.TB, o GatewayOptions) *Gateway {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	g, err := StartGateway(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := g.Close(); err != nil {
+			t.Errorf("closing gateway: %v", err)
+		}
+	})
+	return g
+}
+
+// Parts is the gateway's assembly: the SSH server, its directory, cluster
+// and inventory, as the process runs them.
+func (g *Gateway) Parts() *assembly.Gateway { return g.srv }
+
+// Server is the SSH server under test (sessions, ...).
+func (g *Gateway) Server() *gateway.Gateway { return g.srv.SSH }
 
 // Config is the loaded configuration.
-func (g *Gateway) Config() *config.Config { return g.cfg }
+func (g *Gateway) Config() *config.Config { return g.srv.Config }
 
 // Addr is the gateway's SSH address, 127.0.0.1:PORT.
-func (g *Gateway) Addr() string { return g.ln.Addr().String() }
+func (g *Gateway) Addr() string { return g.srv.Addr().String() }
 
 // Host is the gateway's IP address.
-func (g *Gateway) Host() string { return g.ln.Addr().(*net.TCPAddr).IP.String() }
+func (g *Gateway) Host() string { return g.srv.Addr().(*net.TCPAddr).IP.String() }
 
 // Port is the gateway's SSH port.
-func (g *Gateway) Port() int { return g.ln.Addr().(*net.TCPAddr).Port }
+func (g *Gateway) Port() int { return g.srv.Addr().(*net.TCPAddr).Port }
 
 // HostKey is the key clients see.
 func (g *Gateway) HostKey() ssh.PublicKey { return g.hostKey }
@@ -377,19 +343,19 @@ func (g *Gateway) HostKey() ssh.PublicKey { return g.hostKey }
 func (g *Gateway) KnownHostsFile() string { return g.knownHosts }
 
 // AuditFile is the gateway's audit file (JSON lines).
-func (g *Gateway) AuditFile() string { return g.cfg.Audit.File }
+func (g *Gateway) AuditFile() string { return g.srv.Config.Audit.File }
 
-// Close stops the gateway, ends its sessions and waits for them.
+// Close stops the gateway, ends its sessions and waits for them. Later
+// calls return the first call's result.
 func (g *Gateway) Close() error {
-	err := g.srv.Close()
-	if serr := <-g.served; err == nil {
-		err = serr
-	}
-	g.served <- nil // a second Close returns at once
-	if g.logFile != nil {
-		g.logFile.Close()
-	}
-	return err
+	g.closeOnce.Do(func() {
+		g.stop()
+		g.closeErr = <-g.ran
+		if g.logFile != nil {
+			g.logFile.Close()
+		}
+	})
+	return g.closeErr
 }
 
 // Client is an OpenSSH client configuration pointed at this gateway.
@@ -472,4 +438,12 @@ func ReadAudit(path string) ([]audit.Event, error) {
 		evs = append(evs, e)
 	}
 	return evs, nil
+}
+
+// GenerousThrottle keeps the password throttle out of the way of tests
+// whose clients all connect from 127.0.0.1 and take wrong passwords on
+// purpose: a hundred failures per account, no per-source backoff.
+func GenerousThrottle(t *throttle.Config) {
+	t.UserFailures, t.SourceFailures = 100, 100000
+	t.BaseDelay, t.MaxDelay = time.Nanosecond, time.Nanosecond
 }

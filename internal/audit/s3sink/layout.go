@@ -10,6 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // Object keys in the bucket, written down before the code:
@@ -66,7 +68,7 @@ func ParseKey(prefix, key string) (Key, error) {
 		k.Legacy = true
 	case 5:
 		k.Gateway, parts = parts[0], parts[1:]
-		if !ValidGatewayName(k.Gateway) {
+		if !names.Gateway.Valid(k.Gateway) {
 			return Key{}, fmt.Errorf("%q: %q is not a gateway name", key, k.Gateway)
 		}
 	default:
@@ -90,7 +92,7 @@ func ParseKey(prefix, key string) (Key, error) {
 		return Key{}, fmt.Errorf("%q: %q is not a sequence number", key, num)
 	}
 	if k.Legacy {
-		if !ValidGatewayName(name) {
+		if !names.Gateway.Valid(name) {
 			return Key{}, fmt.Errorf("%q: %q is not a gateway name", key, name)
 		}
 		k.Gateway = name
@@ -129,7 +131,7 @@ func Gateways(ctx context.Context, api Lister, bucket, prefix string, timeout ti
 				continue
 			}
 			name := strings.TrimSuffix(strings.TrimPrefix(*p.Prefix, prefix+"/"), "/")
-			if ValidGatewayName(name) {
+			if names.Gateway.Valid(name) {
 				out = append(out, name)
 			}
 		}

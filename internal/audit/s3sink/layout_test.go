@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 func TestKeys(t *testing.T) {
@@ -64,7 +66,7 @@ func FuzzParseKey(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !ValidGatewayName(k.Gateway) || k.Legacy == (k.Chain != "") {
+		if !names.Gateway.Valid(k.Gateway) || k.Legacy == (k.Chain != "") {
 			t.Fatalf("%q → %+v", s, k)
 		}
 		if back := k.String("audit"); back != s {

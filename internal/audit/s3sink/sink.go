@@ -45,6 +45,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // Options are the parts of a Sink built outside it.
@@ -127,11 +128,10 @@ type Sink struct {
 // New opens the spool (uploading what an earlier run left there) and
 // starts shipping. gateway names this gateway in object keys.
 func New(ctx context.Context, cfg Config, gateway string, opts Options) (*Sink, error) {
-	cfg = cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if !ValidGatewayName(gateway) {
+	if !names.Gateway.Valid(gateway) {
 		return nil, fmt.Errorf("audit s3: gateway name %q cannot be part of an object key (letters, digits, '.', '-')", gateway)
 	}
 	if opts.Logger == nil {
@@ -213,7 +213,7 @@ func (s *Sink) Record(e audit.Event) {
 	}
 	switch c {
 	case audit.ClassUnauthenticated:
-		if s.bytes[c]+n > s.cfg.SpoolUnauthenticatedMaxBytes || s.totalLocked()+n > s.cfg.SpoolMaxBytes {
+		if s.bytes[c]+n > s.cfg.unauthenticatedMax() || s.totalLocked()+n > s.cfg.SpoolMaxBytes {
 			s.dropLocked(c, "spool_full", 1)
 			return
 		}
@@ -300,7 +300,7 @@ func (s *Sink) dropLocked(c audit.Class, reason string, n int64) {
 		s.log.Error("AUDIT EVENTS DROPPED: audit S3 spool is full; new events are dropped until uploads make room", attrs...)
 	} else {
 		s.log.Warn("audit s3: dropping failed-authentication events: their share of the spool is full (session and admin events are kept)",
-			append(attrs, "unauthenticated_max_bytes", s.cfg.SpoolUnauthenticatedMaxBytes)...)
+			append(attrs, "unauthenticated_max_bytes", s.cfg.unauthenticatedMax())...)
 	}
 	s.dropped[c], s.lastReport[c] = 0, now
 }

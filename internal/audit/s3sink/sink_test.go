@@ -208,8 +208,10 @@ func (f *fakeS3) sessionCounts(t *testing.T) (map[string]int, int) {
 }
 
 func testConfig(f *fakeS3, spool string) Config {
-	return Config{Bucket: bucket, Region: "us-east-1", Endpoint: f.URL, PathStyle: true,
-		BatchMaxEvents: 10, BatchMaxAge: time.Hour, SpoolDir: spool}
+	c := DefaultConfig()
+	c.Bucket, c.Region, c.Endpoint, c.PathStyle = bucket, "us-east-1", f.URL, true
+	c.BatchMaxEvents, c.BatchMaxAge, c.SpoolDir = 10, time.Hour, spool
+	return c
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // The spool directory, written down before the code:
@@ -257,7 +258,7 @@ func adoptOldLayout(dir string) error {
 			continue
 		}
 		seq, err := strconv.ParseUint(rest[i+1:], 10, 64)
-		if err != nil || !ValidGatewayName(rest[:i]) {
+		if err != nil || !names.Gateway.Valid(rest[:i]) {
 			continue
 		}
 		if gz {

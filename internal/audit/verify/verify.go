@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit/s3sink"
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // Object is one object of the bucket as a listing shows it.
@@ -160,7 +161,7 @@ func Verify(ctx context.Context, src Source, opts Options) (*Report, error) {
 	}
 	listPrefix := opts.Prefix + "/"
 	if opts.Gateway != "" {
-		if !s3sink.ValidGatewayName(opts.Gateway) {
+		if !names.Gateway.Valid(opts.Gateway) {
 			return nil, fmt.Errorf("%q is not a gateway name", opts.Gateway)
 		}
 		listPrefix += opts.Gateway + "/"

@@ -57,7 +57,8 @@ func (b *bucket) ship(t *testing.T, gw string, from, n int, edit ...func(*audit.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg := s3sink.Config{Bucket: bucketName, Region: "us-east-1", BatchMaxEvents: 5, BatchMaxAge: time.Hour, SpoolDir: b.spools[gw]}
+	cfg := s3sink.DefaultConfig()
+	cfg.Bucket, cfg.Region, cfg.BatchMaxEvents, cfg.BatchMaxAge, cfg.SpoolDir = bucketName, "us-east-1", 5, time.Hour, b.spools[gw]
 	sink, err := s3sink.New(ctx, cfg, gw, s3sink.Options{Logger: slog.New(slog.DiscardHandler), API: b.client})
 	if err != nil {
 		t.Fatal(err)

@@ -70,11 +70,10 @@ type Directory struct {
 
 var _ directory.Directory = (*Directory)(nil)
 
-// New validates cfg (after Defaults) and returns a Directory. It does not
+// New validates cfg and returns a Directory. It does not
 // contact AD: a gateway starting during an outage comes up offline on its
 // first lookup. Use Ping to check the configuration at start-up.
 func New(cfg Config, logger *slog.Logger) (*Directory, error) {
-	cfg = cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

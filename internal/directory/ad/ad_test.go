@@ -144,17 +144,12 @@ func testLogger(t *testing.T) *slog.Logger {
 func testLoggerB() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func baseConfig() Config {
-	return Config{
-		URLs:         []string{dc.URL()},
-		BaseDN:       dc.BaseDN(),
-		BindDN:       dc.AdminDN(),
-		BindPassword: dc.AdminPassword(),
-		CAFile:       dc.CAFile(),
-		Domain:       dc.Domain(),
-		Timeout:      testTimeout,
-		RetryMin:     100 * time.Millisecond,
-		RetryMax:     500 * time.Millisecond,
-	}
+	c := DefaultConfig()
+	c.URLs, c.BaseDN, c.BindDN, c.BindPassword = []string{dc.URL()}, dc.BaseDN(), dc.AdminDN(), dc.AdminPassword()
+	c.CAFile, c.Domain, c.Timeout = dc.CAFile(), dc.Domain(), testTimeout
+	c.RetryMin, c.RetryMax = 100*time.Millisecond, 500*time.Millisecond
+	c.Derive()
+	return c
 }
 
 func newDir(t *testing.T, mut func(*Config)) *Directory {

@@ -2,7 +2,8 @@
 // login nodes on 127.0.1.x, local Unix users, and gateways as separate
 // processes (bin/frontdoor). Once every part answers it writes
 // STATE_DIR/stack.json (its format: the Stack type below; docs/ARCHITECTURE.md)
-// and prints how to connect.
+// and prints how to connect. While it runs it holds STATE_DIR/stack.pid
+// (lock.go): a second stack is refused at once, naming this one.
 // SIGINT/SIGTERM stops every process it started; nothing outside the state
 // directory is removed (the Unix users stay, as the next run reuses them).
 package main
@@ -75,7 +76,10 @@ type NodeInfo struct {
 // SlurmInfo: run Slurm's commands with SLURM_CONF=Conf (Env is that as
 // an environment line); Accounts are those the policy grants.
 type SlurmInfo struct {
-	Conf       string   `json:"slurm.conf"`
+	Conf string `json:"conf"`
+	// ConfOld is Conf under its first key, kept because fields are never
+	// renamed: "slurm.conf" has a dot, which jq users must quote.
+	ConfOld    string   `json:"slurm.conf"`
 	Env        string   `json:"env"`
 	Partitions []string `json:"partitions"`
 	Accounts   []string `json:"accounts"`
@@ -208,6 +212,18 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		return err
 	}
 	os.Chmod(dir, 0o755)
+	// One stack per state directory, and one Samba DC per address: said
+	// before anything starts (lock.go).
+	unlock, err := lockStateDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock() // after s.stop: the lock outlives every child
+	if o.directory == "ad" {
+		if err := checkADAddr(o.adAddr); err != nil {
+			return err
+		}
+	}
 	s := &stack{log: log, dir: dir}
 	defer s.stop()
 	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
@@ -282,7 +298,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		s.cleanup = append(s.cleanup, func() { cl.Close() })
 		parts := []string{slurmh.PartitionGeneral, slurmh.PartitionH100}
 		slurmSection = map[string]any{"conf": cl.Conf(), "partitions": parts, "usage_cache": "10s"}
-		info := &SlurmInfo{Conf: cl.Conf(), Env: "SLURM_CONF=" + cl.Conf(), Partitions: parts, Dir: sdir}
+		info := &SlurmInfo{Conf: cl.Conf(), ConfOld: cl.Conf(), Env: "SLURM_CONF=" + cl.Conf(), Partitions: parts, Dir: sdir}
 		for _, r := range stackRules {
 			if r.Slurm != nil {
 				info.Accounts = append(info.Accounts, r.Slurm.Account)
