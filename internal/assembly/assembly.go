@@ -120,6 +120,7 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 	if a.Audit, err = audit.Open(cfg.Audit.File, log); err != nil {
 		return nil, err
 	}
+	a.Registry.MustRegister(a.Audit.Collectors()...)
 	if cfg.Audit.S3 != nil {
 		if a.AuditS3, err = s3sink.New(ctx, *cfg.Audit.S3, cfg.Gateway.Name, s3sink.Options{Logger: log.With("component", "audit-s3")}); err != nil {
 			return nil, fmt.Errorf("audit s3: %w", err)
