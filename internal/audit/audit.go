@@ -40,8 +40,11 @@ const (
 // Results.
 const (
 	ResultOK     = "ok"
-	ResultFail   = "fail"   // the attempt did not prove an identity (or failed after it: see ClassOf)
+	ResultFail   = "fail"   // the attempt did not prove an identity
 	ResultDenied = "denied" // the identity is proven; policy refused it
+	// ResultError: the identity is proven, and the login could not be
+	// completed (no login node took it, no certificate could be made).
+	ResultError = "error"
 )
 
 // Event is the one audit record shape. Empty fields are omitted.
@@ -230,7 +233,7 @@ func (l *Logger) Record(e Event) {
 		e.Time = time.Now()
 	}
 	level := slog.LevelInfo
-	if e.Result == ResultFail || e.Result == ResultDenied {
+	if e.Result == ResultFail || e.Result == ResultDenied || e.Result == ResultError {
 		level = slog.LevelWarn
 	}
 	// The process log is written here, as every other part of the gateway

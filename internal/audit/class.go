@@ -34,10 +34,8 @@ func (c Class) String() string {
 }
 
 // ClassOf tells an event's class: an auth event whose result is fail is
-// unauthenticated; everything else is authenticated. (The gateway records
-// the two failures that follow a verified credential — no certificate, no
-// login node — as fail too; they land with the noise, and the backend
-// events recorded alongside them stay authenticated.)
+// unauthenticated; everything else is authenticated (a proven login that
+// could not be completed is recorded as error, never as fail).
 func ClassOf(e Event) Class {
 	if e.Type == TypeAuth && e.Result == ResultFail {
 		return ClassUnauthenticated
