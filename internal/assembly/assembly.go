@@ -67,11 +67,11 @@ type Gateway struct {
 	started  time.Time
 	refusals *recentRefusals
 	ln       net.Listener
-	admin  *admin.Server
-	stop   context.CancelFunc // ends the background loops
-	loops  sync.WaitGroup
-	closed sync.Once
-	err    error
+	admin    *admin.Server
+	stop     context.CancelFunc // ends the background loops
+	loops    sync.WaitGroup
+	closed   sync.Once
+	err      error
 }
 
 // auditS3FlushTimeout bounds the upload of the spool at shutdown; what is
