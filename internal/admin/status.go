@@ -32,6 +32,7 @@ var (
 		"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 		"state": nodeState,
 		"pct":   func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
+		"mins":  func(s int) int { return s / 60 },
 	}).Parse(statusHTML))
 	// statusCSP allows the page's own style and nothing else.
 	statusCSP = func() string {
