@@ -96,7 +96,7 @@ audit:
 	}
 	metrics := adminGet(t, filepath.Join(dir, "admin.sock"), "/metrics")
 	for _, m := range []string{`frontdoor_auth_attempts_total{method="publickey",result="fail"} 1`, "frontdoor_audit_s3_", "go_goroutines",
-		fmt.Sprintf(`frontdoor_process_sessions{pid="%d",start_time=`, os.Getpid()), `frontdoor_node_draining{node="login1"} 0`,
+		fmt.Sprintf(`frontdoor_process_sessions{pid="%d",start_time=`, os.Getpid()), `frontdoor_node_draining{node="login1"} 0`, `frontdoor_node_taking_logins{node="login1"} `,
 		`frontdoor_reloads_total{result="failed"} 0`, "frontdoor_reload_last_success 1"} {
 		if !strings.Contains(metrics, m) {
 			t.Errorf("the admin API's /metrics lacks %q", m)
