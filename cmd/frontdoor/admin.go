@@ -37,19 +37,27 @@ var tableJSON = []string{"table", "json"}
 
 const adminUsage = "[--admin SOCKET|URL] [--admin-token-file FILE] [-o table|json]"
 
-func runNodes(ctx context.Context, args []string, out io.Writer) error {
-	fs, a, o := adminFlags("nodes")
-	if err := parseFlags(fs, args, "frontdoor nodes "+adminUsage, o, tableJSON...); err != nil {
-		return err
+// listCommand is the part of nodes, sessions and status that is the
+// same: flags, no arguments, and GET path — copied to out as the API's
+// JSON with -o json (done), else decoded into v for a table.
+func listCommand(ctx context.Context, name string, args []string, path string, out io.Writer, v any) (done bool, err error) {
+	fs, a, o := adminFlags(name)
+	usage := "frontdoor " + name + " " + adminUsage
+	if err := parseFlags(fs, args, usage, o, tableJSON...); err != nil {
+		return true, err
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: frontdoor nodes %s", errUsage, adminUsage)
+		return true, fmt.Errorf("%w: %s", errUsage, usage)
 	}
 	if *o == "json" {
-		return a.get(ctx, "/v1/nodes", nil, out)
+		return true, a.get(ctx, path, nil, out)
 	}
+	return false, a.get(ctx, path, v, nil)
+}
+
+func runNodes(ctx context.Context, args []string, out io.Writer) error {
 	var ns []admin.NodeInfo
-	if err := a.get(ctx, "/v1/nodes", &ns, nil); err != nil {
+	if done, err := listCommand(ctx, "nodes", args, "/v1/nodes", out, &ns); done || err != nil {
 		return err
 	}
 	return nodesTable(out, ns, time.Now())
@@ -143,18 +151,8 @@ func runDrain(ctx context.Context, verb string, args []string, out io.Writer) er
 }
 
 func runSessions(ctx context.Context, args []string, out io.Writer) error {
-	fs, a, o := adminFlags("sessions")
-	if err := parseFlags(fs, args, "frontdoor sessions "+adminUsage, o, tableJSON...); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: frontdoor sessions %s", errUsage, adminUsage)
-	}
-	if *o == "json" {
-		return a.get(ctx, "/v1/sessions", nil, out)
-	}
 	var ss []admin.Session
-	if err := a.get(ctx, "/v1/sessions", &ss, nil); err != nil {
+	if done, err := listCommand(ctx, "sessions", args, "/v1/sessions", out, &ss); done || err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -167,18 +165,8 @@ func runSessions(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func runStatus(ctx context.Context, args []string, out io.Writer) error {
-	fs, a, o := adminFlags("status")
-	if err := parseFlags(fs, args, "frontdoor status "+adminUsage, o, tableJSON...); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: frontdoor status %s", errUsage, adminUsage)
-	}
-	if *o == "json" {
-		return a.get(ctx, "/v1/status", nil, out)
-	}
 	var st admin.Status
-	if err := a.get(ctx, "/v1/status", &st, nil); err != nil {
+	if done, err := listCommand(ctx, "status", args, "/v1/status", out, &st); done || err != nil {
 		return err
 	}
 	return statusTable(out, st)
