@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -53,7 +54,12 @@ func TestConfigCheckLoadsFiles(t *testing.T) {
 	os.Remove(filepath.Join(dir, "known_hosts"))
 	os.Remove(filepath.Join(dir, "user_ca"))
 	_, err = assembly.Check(path)
-	for _, want := range []string{path + ":95: backend.known_hosts: ", path + ":22: gateway.user_ca_key: "} {
+	line := func(key string) int {
+		i := strings.Index(yml, "\n  "+key+":")
+		return strings.Count(yml[:i+1], "\n") + 1
+	}
+	for _, want := range []string{fmt.Sprintf("%s:%d: backend.known_hosts: ", path, line("known_hosts")),
+		fmt.Sprintf("%s:%d: gateway.user_ca_key: ", path, line("user_ca_key"))} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("config check without the file: %v; want %q", err, want)
 		}

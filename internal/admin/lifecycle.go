@@ -10,84 +10,46 @@ import (
 	"time"
 )
 
-// The gateway process and its changes: GET /v1/status, POST /v1/reload
-// (re-read the configuration, apply it to new logins) and POST
-// /v1/upgrade (start a new binary that takes the sockets over). These
-// shapes are what `frontdoor reload`, `frontdoor upgrade` and the status
-// page read: fields may be added, never renamed.
+// Changing the gateway process: POST /v1/reload (re-read the
+// configuration, apply it to new logins) and POST /v1/upgrade (start a
+// new binary that takes the sockets over). What they answer is a Reload
+// or an Upgrade; GET /v1/status shows the last of each (Status.LastReload,
+// Status.LastUpgrade) and the processes of the gateway. These shapes are
+// what `frontdoor reload`, `frontdoor upgrade` and the status page read:
+// fields may be added, never renamed.
 
-// Status is GET /v1/status.
-type Status struct {
-	// Gateway is gateway.name.
-	Gateway string `json:"gateway"`
-	// PID is this process's.
-	PID int `json:"pid"`
-	// Version is the binary's (module version or VCS revision).
-	Version string `json:"version,omitempty"`
-	// Started is when this process started.
-	Started time.Time `json:"started"`
-	// Config is the configuration file the process reads.
-	Config string `json:"config"`
-	// State is "serving", "upgrading" (a new process is starting and will
-	// take the sockets over) or "draining" (no new logins; sessions go on
-	// until they end or Drain.Deadline).
-	State string `json:"state"`
-	// Sessions are the sessions this process relays now.
-	Sessions int `json:"sessions"`
-	// Reloads counts configuration reloads since start by result (ok,
-	// failed, refused).
-	Reloads map[string]int `json:"reloads"`
-	// LastReload and LastUpgrade are the latest attempts, if any.
-	LastReload  *Change `json:"last_reload,omitempty"`
-	LastUpgrade *Change `json:"last_upgrade,omitempty"`
-	// Drain is set while this process drains.
-	Drain *Drain `json:"drain,omitempty"`
-	// Previous is the process this one took over from, while it still
-	// relays sessions: they count toward caps and node load here.
-	Previous *Previous `json:"previous,omitempty"`
-}
+// Results of a reload or an upgrade.
+const (
+	ResultOK      = "ok"
+	ResultFailed  = "failed"
+	ResultRefused = "refused"
+	ResultStarted = "started" // an upgrade under way
+)
 
-// Change is one reload or upgrade attempt.
-type Change struct {
-	Time time.Time `json:"time"`
-	// Result is "ok"; "failed" (the configuration is invalid, or the new
-	// process did not start or become ready); "refused" (it changes keys
-	// a reload cannot take, or the process is not in a state to do it);
-	// or, for an upgrade, "started" while it is under way.
+// Upgrade is one upgrade attempt.
+type Upgrade struct {
+	At time.Time `json:"at"`
+	// Result is "started" while the new process starts; "ok" once it
+	// serves the gateway (PID); "failed" if it did not start or become
+	// ready (this process serves on); "refused" if the process could not
+	// upgrade then (another upgrade under way, a previous process still
+	// draining, a drain).
 	Result string `json:"result"`
-	// Errors are the problems, one per entry; for an invalid
-	// configuration each is "file:line: key: problem".
-	Errors []string `json:"errors,omitempty"`
-	// By is who asked: "signal" (SIGHUP, SIGUSR2) or the admin identity
-	// ("unix:root", "token:ops").
-	By string `json:"by"`
-	// PID is, for an upgrade that succeeded, the new process's.
+	// By is who asked: "SIGUSR2", or an admin identity ("unix:root").
+	By string `json:"by,omitempty"`
+	// PID is the new process's, once it serves.
 	PID int `json:"pid,omitempty"`
-}
-
-// Drain is a process's drain.
-type Drain struct {
-	// Reason is "upgrade" or "shutdown".
-	Reason   string    `json:"reason"`
-	Started  time.Time `json:"started"`
-	Deadline time.Time `json:"deadline"`
-}
-
-// Previous is the process this one took over from.
-type Previous struct {
-	PID      int       `json:"pid"`
-	Sessions int       `json:"sessions"`
-	Deadline time.Time `json:"deadline,omitzero"`
+	// Error says why it failed or was refused.
+	Error string `json:"error,omitempty"`
 }
 
 // Lifecycle is the gateway process as the admin API changes it.
 type Lifecycle interface {
-	Status() Status
 	// Reload re-reads the configuration; by is the admin identity.
-	Reload(ctx context.Context, by string) Change
+	Reload(ctx context.Context, by string) Reload
 	// Upgrade starts an upgrade and returns at once: "started", or
-	// "refused" with the reason. Its outcome shows in Status.
-	Upgrade(by string) Change
+	// "refused" with the reason. Its outcome shows in the status.
+	Upgrade(by string) Upgrade
 }
 
 // lifecycleRoutes registers the endpoints when the server has a Lifecycle.
@@ -96,34 +58,35 @@ func (s *Server) lifecycleRoutes() {
 	if l == nil {
 		return
 	}
-	s.mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, l.Status()) })
 	s.mux.HandleFunc("POST /v1/reload", func(w http.ResponseWriter, r *http.Request) {
 		id, _ := IdentityFrom(r.Context())
 		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 		defer cancel()
-		writeChange(w, l.Reload(ctx, id.String()))
+		rl := l.Reload(ctx, id.String())
+		writeResult(w, rl.Result, rl)
 	})
 	s.mux.HandleFunc("POST /v1/upgrade", func(w http.ResponseWriter, r *http.Request) {
 		id, _ := IdentityFrom(r.Context())
-		writeChange(w, l.Upgrade(id.String()))
+		u := l.Upgrade(id.String())
+		writeResult(w, u.Result, u)
 	})
 }
 
-// writeChange answers 200 for a change made or started, 409 for one
-// refused, 422 for an invalid configuration; the body is the Change.
-func writeChange(w http.ResponseWriter, c Change) {
+// writeResult answers 200 for a change made or started, 409 for one
+// refused, 422 for one that failed; the body is v.
+func writeResult(w http.ResponseWriter, result string, v any) {
 	status := http.StatusOK
-	switch c.Result {
-	case "refused":
+	switch result {
+	case ResultRefused:
 		status = http.StatusConflict
-	case "failed":
+	case ResultFailed:
 		status = http.StatusUnprocessableEntity
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	enc.Encode(c)
+	enc.Encode(v)
 }
 
 // SetTokens replaces the bearer tokens accepted over TCP (a reload of the

@@ -68,15 +68,22 @@ type Gateway struct {
 	Audit     *audit.Logger
 	// Registry holds every part's metrics; the admin API serves it.
 	Registry *prometheus.Registry
+	// Reloads keeps the last reload's result for the status and the
+	// metrics: the reload code calls Reloads.Record.
+	Reloads *ReloadLog
+	// Report fills the status parts other code owns (status.go).
+	Report Reporters
 
-	o     Options
-	log   *slog.Logger
-	ln    net.Listener
-	admin *admin.Server
-	stop  context.CancelFunc // ends the background loops
-	bg    context.Context
-	loops sync.WaitGroup
-	done  chan struct{} // closed by Close
+	o        Options
+	started  time.Time
+	refusals *recentRefusals
+	log      *slog.Logger
+	ln       net.Listener
+	admin    *admin.Server
+	stop     context.CancelFunc // ends the background loops
+	bg       context.Context
+	loops    sync.WaitGroup
+	done     chan struct{} // closed by Close
 
 	// change serialises reloads and handovers; the parts they replace
 	// are read through the atomic pointers.
@@ -106,7 +113,8 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (_ *Gateway, err 
 	}
 	log := o.Log
 	bg, stop := context.WithCancel(context.Background())
-	a := &Gateway{o: o, log: log, bg: bg, stop: stop, done: make(chan struct{}), Registry: prometheus.NewRegistry()}
+	a := &Gateway{o: o, log: log, bg: bg, stop: stop, done: make(chan struct{}), Registry: prometheus.NewRegistry(),
+		started: time.Now(), Reloads: newReloadLog()}
 	defer func() {
 		if err != nil {
 			a.Close()
@@ -117,6 +125,7 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (_ *Gateway, err 
 		return nil, err
 	}
 	a.cur.Store(p)
+	a.registerDirectory(p.dir)
 	a.Inventory = inventory.New(cfg.Nodes, p.nodeKeys, log.With("component", "inventory"))
 	if cfg.Discovery != nil {
 		if a.disc, err = a.startDiscovery(ctx, *cfg.Discovery); err != nil {
@@ -127,6 +136,7 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (_ *Gateway, err 
 	if a.Audit, err = audit.Open(cfg.Audit.File, log); err != nil {
 		return nil, err
 	}
+	a.Registry.MustRegister(a.Audit.Collectors()...)
 	a.startBudget(p)
 
 	// From here on, only one process of the gateway may act.
@@ -166,8 +176,31 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (_ *Gateway, err 
 		return nil, err
 	}
 	a.Registry.MustRegister(a.SSH.Collectors()...)
+	a.Registry.MustRegister(a.statusCollectors()...)
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.refusals = newRecentRefusals(func() map[string]float64 { return refusalTotals(a.Registry) }, a.started)
+	a.loop(bg, a.refusals.run)
 	return a, nil
+}
+
+// directoryMetrics is a directory that has metrics (AD: its cache and
+// change watch).
+type directoryMetrics interface{ Collectors() []prometheus.Collector }
+
+// registerDirectory registers d's metrics, if it has any.
+func (a *Gateway) registerDirectory(d directory.Directory) {
+	if c, ok := d.(directoryMetrics); ok {
+		a.Registry.MustRegister(c.Collectors()...)
+	}
+}
+
+// unregisterDirectory takes d's metrics out (a reload replaced it).
+func (a *Gateway) unregisterDirectory(d directory.Directory) {
+	if c, ok := d.(directoryMetrics); ok {
+		for _, m := range c.Collectors() {
+			a.Registry.Unregister(m)
+		}
+	}
 }
 
 // Config is the configuration in use.

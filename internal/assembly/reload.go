@@ -217,6 +217,8 @@ func (a *Gateway) apply(running, p *parts, s *services) {
 		// A login that started under the running directory may still ask
 		// it something: close it once every such login is over.
 		old := running.dir
+		a.unregisterDirectory(old)
+		a.registerDirectory(p.dir)
 		time.AfterFunc(running.cfg.Gateway.LoginGraceTime, func() { old.Close() })
 	}
 	a.cur.Store(p)

@@ -17,8 +17,8 @@ import (
 // process publishes each end. Without Options.Sessions the same restart
 // clears them (TestSessionsAffinityDrainBanSurviveRestart).
 func TestSessionsHandedOver(t *testing.T) {
-	old := start(t, testConfig("gw1"), RoleGateway)
-	gw2 := start(t, testConfig("gw2", old.LocalAddr()), RoleGateway)
+	old := start(t, gatewayConfig("gw1"), RoleGateway)
+	gw2 := start(t, gatewayConfig("gw2", old), RoleGateway)
 	old.SetSessions("bob", "n1", 2)
 	eventually(t, waitLong, func() error {
 		if n := gw2.SessionsElsewhere("bob"); n != 2 {
@@ -28,10 +28,12 @@ func TestSessionsHandedOver(t *testing.T) {
 	})
 
 	// The old process stops gossiping without leaving; the new one binds
-	// the same port under the same name, with bob's sessions.
+	// the same ports under the same name, with bob's sessions.
+	cfg := gatewayConfig("gw1", gw2)
 	_, port, _ := net.SplitHostPort(old.LocalAddr())
-	cfg := testConfig("gw1", gw2.LocalAddr())
 	cfg.BindPort, _ = strconv.Atoi(port)
+	_, port, _ = net.SplitHostPort(old.GatewayAddr())
+	cfg.GatewayPort, _ = strconv.Atoi(port)
 	old.Crash()
 	o := testOptions(t, cfg, RoleGateway)
 	o.Sessions = []Session{{User: "bob", Node: "n1", N: 2}}

@@ -15,19 +15,22 @@ import (
 // docs/configuration.md marks them (internal/confdoc); a test checks that
 // each names a key of Config.
 var Fixed = map[string]string{
-	"gateway.name":                 "it is the gateway's gossip member name and names its sessions, audit objects and certificates",
-	"gateway.listen":               "the listening socket is opened once and handed to the next process as it is",
-	"gateway.proxy_protocol_from":  "the listener is wrapped for PROXY headers when it is opened",
-	"gateway.admin_socket":         "the admin socket is opened once",
-	"gateway.admin_listen":         "the admin listener is opened once",
-	"gateway.admin_tls_cert":       "the admin listener's TLS is set up when it is opened",
-	"gateway.admin_tls_key":        "the admin listener's TLS is set up when it is opened",
-	"gateway.admin_client_ca":      "the admin listener's TLS is set up when it is opened",
-	"gateway.admin_allowed_hosts":  "the admin API is set up when its listener is opened",
-	"gateway.admin_metrics_public": "the admin API is set up when its listener is opened",
-	"gateway.admin_pprof":          "the admin API is set up when its listener is opened",
-	"cluster":                      "the gossip member binds its address and port and joins with its keys and timings at start",
-	"log.format":                   "the process log is opened at start",
+	"gateway.name":                        "it is the gateway's gossip member name and names its sessions, audit objects and certificates",
+	"gateway.listen":                      "the listening socket is opened once and handed to the next process as it is",
+	"gateway.proxy_protocol_from":         "the listener is wrapped for PROXY headers when it is opened",
+	"gateway.admin_socket":                "the admin socket is opened once",
+	"gateway.admin_listen":                "the admin listener is opened once",
+	"gateway.admin_tls_cert":              "the admin listener's TLS is set up when it is opened",
+	"gateway.admin_tls_key":               "the admin listener's TLS is set up when it is opened",
+	"gateway.admin_client_ca":             "the admin listener's TLS is set up when it is opened",
+	"gateway.admin_client_names":          "the admin listener's TLS is set up when it is opened",
+	"gateway.admin_readonly_client_names": "the admin listener's TLS is set up when it is opened",
+	"gateway.admin_allow_plaintext":       "the admin listener is opened once",
+	"gateway.admin_allowed_hosts":         "the admin API is set up when its listener is opened",
+	"gateway.admin_metrics_public":        "the admin API is set up when its listener is opened",
+	"gateway.admin_pprof":                 "the admin API is set up when its listener is opened",
+	"cluster":                             "the gossip member binds its address and port and joins with its keys and timings at start",
+	"log.format":                          "the process log is opened at start",
 }
 
 // Unchangeable lists the Fixed keys whose value differs between the running

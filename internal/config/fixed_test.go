@@ -73,3 +73,21 @@ func TestFixedSection(t *testing.T) {
 		t.Fatalf("Unchangeable = %v", errs)
 	}
 }
+
+// The admin API is set up when its listeners are opened: every admin key
+// is fixed, but for the token file, which a reload reads again. A new
+// admin key must be put on one side or the other here.
+func TestAdminKeysFixed(t *testing.T) {
+	reloaded := map[string]bool{"gateway.admin_token_file": true}
+	gt := reflect.TypeFor[Gateway]()
+	for i := range gt.NumField() {
+		name, _, _ := strings.Cut(gt.Field(i).Tag.Get("yaml"), ",")
+		if !strings.HasPrefix(name, "admin_") {
+			continue
+		}
+		key := "gateway." + name
+		if _, fixed := Fixed[key]; fixed == reloaded[key] {
+			t.Errorf("%s: fixed %v, reloaded %v: say which (config.Fixed, or this test's list)", key, fixed, reloaded[key])
+		}
+	}
+}

@@ -66,14 +66,14 @@ func (c *conn) login(a attempt) (*ssh.Permissions, error) {
 	_, out := c.srv.decide(a.ident, a.node, prefer)
 	a.rule = out.Policy.Rule
 	if r := out.Refusal; r != nil {
-		c.auditAuth(a, "denied", r.Reason)
+		c.auditAuth(a, audit.ResultDenied, r.Reason)
 		return nil, c.fatalf(r.UserMsg)
 	}
 	slot, ok := c.srv.reserveSession(a.ident.Name, out.Policy.MaxSessions)
 	if !ok {
 		// Another login took the last slot since the decision.
 		r := login.CheckSessionCap(out.Policy.MaxSessions, out.Policy.MaxSessions)
-		c.auditAuth(a, "denied", r.Reason)
+		c.auditAuth(a, audit.ResultDenied, r.Reason)
 		return nil, c.fatalf(r.UserMsg)
 	}
 	var errs []string
@@ -81,13 +81,13 @@ func (c *conn) login(a attempt) (*ssh.Permissions, error) {
 		signer, err := c.set.ca.Sign(ca.Login{Principal: a.ident.Name, User: a.ident.Name, Session: c.id, Rights: out.Policy.Rights})
 		if err != nil {
 			slot()
-			c.auditAuth(a, "fail", "certificate: "+err.Error())
+			c.auditAuth(a, audit.ResultError, "certificate: "+err.Error())
 			return nil, c.fatalf(login.MsgInternal)
 		}
 		b, err := c.dial(a, t).finish(c.ctx, signer)
 		if err == nil {
 			c.result = &loginResult{typed: a.typed, ident: a.ident, policy: out.Policy, method: a.method, backend: b, slot: slot}
-			c.auditAuth(a, "ok", "")
+			c.auditAuth(a, audit.ResultOK, "")
 			return &ssh.Permissions{Extensions: map[string]string{
 				extPrincipal: a.ident.Name, extTyped: a.typed, extSession: c.id}}, nil
 		}
@@ -98,7 +98,7 @@ func (c *conn) login(a attempt) (*ssh.Permissions, error) {
 			User: a.ident.Name, Src: c.src, Node: t.Name, Result: "fail", Reason: reason})
 	}
 	slot()
-	c.auditAuth(a, "fail", "no login node: "+strings.Join(errs, "; "))
+	c.auditAuth(a, audit.ResultError, "no login node: "+strings.Join(errs, "; "))
 	return nil, c.fatalf(login.NoNodeMessage(a.node))
 }
 

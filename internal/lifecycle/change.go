@@ -17,57 +17,43 @@ import (
 )
 
 // The changes an admin asks for — a reload, an upgrade — and what the
-// process shows of them: GET /v1/status (admin.Status), the metrics, the
-// log and the audit trail (type admin, the admin as its user).
+// process shows of them: GET /v1/status (its processes, the last reload
+// and upgrade), the metrics, the log and the audit trail (type admin, the
+// admin as its user).
 
 var _ admin.Lifecycle = (*process)(nil)
 
-// Change results.
-const (
-	resultOK      = "ok"
-	resultFailed  = "failed"
-	resultRefused = "refused"
-	resultStarted = "started"
-)
-
-// reload re-reads the configuration (on the loop).
-func (p *process) reload(ctx context.Context, by string) admin.Change {
-	c := admin.Change{Time: time.Now().UTC(), By: by, Result: resultOK}
+// reload re-reads the configuration (on the loop) and records how it went
+// (assembly.ReloadLog: the status and frontdoor_reloads_total).
+func (p *process) reload(ctx context.Context, by string) admin.Reload {
+	r := admin.Reload{At: time.Now().UTC(), By: by, OK: true, Result: admin.ResultOK}
 	if step := p.on(EvReload, by); step.Refused != "" {
-		c.Result, c.Errors = resultRefused, []string{step.Refused}
+		r.OK, r.Result, r.Error = false, admin.ResultRefused, step.Refused
 	} else if err := p.a.Reload(ctx); err != nil {
+		r.OK, r.Result, r.Error = false, admin.ResultFailed, err.Error()
 		var re *assembly.ReloadError
-		c.Result, c.Errors = resultFailed, []string{err.Error()}
-		if errors.As(err, &re) {
-			c.Errors = re.Problems
-			if re.Refused {
-				c.Result = resultRefused
-			}
+		if errors.As(err, &re) && re.Refused {
+			r.Result = admin.ResultRefused
 		}
 	}
-	p.mu.Lock()
-	p.lastReload = &c
-	p.reloads[c.Result]++
-	p.mu.Unlock()
-	p.metrics.reloads.WithLabelValues(c.Result).Inc()
-	p.record("reload", c)
-	if c.Result == resultOK {
+	p.a.Reloads.Record(r)
+	p.record("reload", r.Result, by, r.Error)
+	if r.OK {
 		p.log.Info("configuration reloaded: new logins use it; open sessions go on as they started", "by", by, "config", p.o.ConfigPath)
 	} else {
-		p.log.Error("configuration not reloaded: nothing changed", "by", by, "result", c.Result, "problems", strings.Join(c.Errors, "\n"))
+		p.log.Error("configuration not reloaded: nothing changed", "by", by, "result", r.Result, "problems", r.Error)
 	}
-	return c
+	return r
 }
 
 // upgrade starts a new process that takes the sockets over (on the loop);
 // upgraded hears how it went.
-func (p *process) upgrade(by string) admin.Change {
-	c := admin.Change{Time: time.Now().UTC(), By: by, Result: resultStarted}
+func (p *process) upgrade(by string) admin.Upgrade {
+	u := admin.Upgrade{At: time.Now().UTC(), By: by, Result: admin.ResultStarted}
 	if step := p.on(EvUpgrade, by); step.Refused != "" {
-		c.Result, c.Errors = resultRefused, []string{step.Refused}
-		p.metrics.upgrades.WithLabelValues(c.Result).Inc()
-		p.record("upgrade", c)
-		return c
+		u.Result, u.Error = admin.ResultRefused, step.Refused
+		p.setUpgrade(u)
+		return u
 	}
 	ours, theirs, err := socketPair()
 	if err == nil {
@@ -79,49 +65,50 @@ func (p *process) upgrade(by string) admin.Change {
 	}
 	if err != nil {
 		p.upgraded(by, fmt.Errorf("upgrade: %w", err))
-		c.Result, c.Errors = resultFailed, []string{err.Error()}
-		return c
+		u.Result, u.Error = admin.ResultFailed, err.Error()
+		return u
 	}
 	p.succ = newSuccessor(ours, p.log)
-	go p.succ.run(p.a)
-	p.mu.Lock()
-	p.lastUpgrade = &c
-	p.mu.Unlock()
-	p.metrics.upgrades.WithLabelValues(c.Result).Inc()
+	go p.succ.run(p.a, p.started)
+	p.setUpgrade(u)
 	p.log.Info("upgrade: starting the new binary; it takes the listening sockets over once ready", "by", by)
 	go func() {
 		err := p.upg.Upgrade()
 		p.do(func() { p.upgraded(by, err) })
 	}()
-	return c
+	return u
+}
+
+// setUpgrade records an upgrade's state: the status, the metrics, the
+// audit trail.
+func (p *process) setUpgrade(u admin.Upgrade) {
+	p.mu.Lock()
+	p.lastUpgrade = &u
+	p.mu.Unlock()
+	p.metrics.upgrades.WithLabelValues(u.Result).Inc()
+	p.record("upgrade", u.Result, u.By, u.Error)
 }
 
 // upgraded takes the outcome of an upgrade (on the loop).
 func (p *process) upgraded(by string, err error) {
-	c := admin.Change{Time: time.Now().UTC(), By: by, Result: resultOK}
+	u := admin.Upgrade{At: time.Now().UTC(), By: by, Result: admin.ResultOK}
 	if err != nil {
-		c.Result, c.Errors = resultFailed, []string{err.Error()}
+		u.Result, u.Error = admin.ResultFailed, err.Error()
 		if p.succ != nil {
 			p.succ.close()
 		}
-		p.mu.Lock()
-		p.lastUpgrade = &c
-		p.mu.Unlock()
+		p.setUpgrade(u)
 		p.log.Error("upgrade failed: this process goes on serving", "err", err)
 		p.on(EvUpgradeFailed, by)
-	} else {
-		_, c.PID = p.succ.tookOver()
-		p.mu.Lock()
-		p.lastUpgrade = &c
-		p.mu.Unlock()
-		p.log.Info("upgrade: the new process serves the gateway now", "pid", c.PID)
-		if err := sdNotify(fmt.Sprintf("MAINPID=%d", c.PID)); err != nil {
-			p.log.Warn("systemd notify", "err", err)
-		}
-		p.on(EvUpgradeOK, by)
+		return
 	}
-	p.metrics.upgrades.WithLabelValues(c.Result).Inc()
-	p.record("upgrade", c)
+	_, u.PID = p.succ.tookOver()
+	p.setUpgrade(u)
+	p.log.Info("upgrade: the new process serves the gateway now", "pid", u.PID)
+	if err := sdNotify(fmt.Sprintf("MAINPID=%d", u.PID)); err != nil {
+		p.log.Warn("systemd notify", "err", err)
+	}
+	p.on(EvUpgradeOK, by)
 }
 
 // resume takes the gateway's place back if the failed upgrade's process
@@ -145,78 +132,81 @@ func (p *process) resume() {
 	}
 }
 
-// record audits a change.
-func (p *process) record(what string, c admin.Change) {
-	e := audit.Event{Type: audit.TypeAdmin, Gateway: p.a.Config().Gateway.Name, User: c.By, Result: "ok", Reason: what}
-	switch c.Result {
-	case resultFailed:
-		e.Result = "fail"
-	case resultRefused:
-		e.Result = "denied"
-	case resultStarted:
+// record audits a change (type admin, the admin as user).
+func (p *process) record(what, result, by, problems string) {
+	e := audit.Event{Type: audit.TypeAdmin, Gateway: p.a.Config().Gateway.Name, User: by, Result: audit.ResultOK, Reason: what}
+	switch result {
+	case admin.ResultFailed:
+		e.Result = audit.ResultFail
+	case admin.ResultRefused:
+		e.Result = audit.ResultDenied
+	case admin.ResultStarted:
 		e.Reason += " started"
 	}
-	if len(c.Errors) > 0 {
-		e.Reason += ": " + strings.Join(c.Errors, "; ")
+	if problems != "" {
+		e.Reason += ": " + strings.ReplaceAll(problems, "\n", "; ")
 	}
 	p.a.Audit.Record(e)
 }
 
-// Status is GET /v1/status.
-func (p *process) Status() admin.Status { return p.status() }
-
-func (p *process) status() admin.Status {
+// Processes are this gateway's processes for the status: this one and,
+// after an upgrade, the previous one while it drains
+// (assembly.ProcessReporter).
+func (p *process) Processes() []admin.Process {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	st := admin.Status{Gateway: p.a.Config().Gateway.Name, PID: os.Getpid(), Version: version(), Started: p.started.UTC(),
-		Config: p.o.ConfigPath, State: string(p.m.State), Sessions: p.a.SSH.SessionCount(), Reloads: map[string]int{},
-		LastReload: copyChange(p.lastReload), LastUpgrade: copyChange(p.lastUpgrade)}
-	for k, v := range p.reloads {
-		st.Reloads[k] = v
+	me := admin.Process{PID: os.Getpid(), Started: p.started.UTC(), State: admin.ProcessServing, Sessions: p.a.SSH.SessionCount()}
+	switch p.m.State {
+	case Upgrading:
+		me.State = admin.ProcessUpgrading
+	case Draining, Stopped:
+		me.State = admin.ProcessDraining
 	}
-	if p.drain != nil {
-		d := *p.drain
-		st.Drain = &d
+	if p.drainDeadline != (time.Time{}) {
+		me.DrainDeadline = p.drainDeadline
 	}
+	p.mu.Unlock()
+	out := []admin.Process{me}
 	if p.pred != nil {
-		if pid, deadline, ok := p.pred.status(); ok {
-			st.Previous = &admin.Previous{PID: pid, Sessions: p.a.Router.InheritedTotal(), Deadline: deadline}
+		if pid, started, deadline, ok := p.pred.status(); ok {
+			out = append(out, admin.Process{PID: pid, Started: started, State: admin.ProcessDraining,
+				Sessions: p.a.Router.InheritedTotal(), DrainDeadline: deadline})
 		}
 	}
-	return st
+	return out
+}
+
+// LastUpgrade is the status's last upgrade (assembly.UpgradeReporter).
+func (p *process) LastUpgrade() (admin.Upgrade, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lastUpgrade == nil {
+		return admin.Upgrade{}, false
+	}
+	return *p.lastUpgrade, true
 }
 
 // Reload is POST /v1/reload: the reload runs on the loop.
-func (p *process) Reload(ctx context.Context, by string) admin.Change {
-	res := make(chan admin.Change, 1)
+func (p *process) Reload(ctx context.Context, by string) admin.Reload {
+	res := make(chan admin.Reload, 1)
 	if !p.do(func() { res <- p.reload(ctx, by) }) {
-		return admin.Change{Time: time.Now().UTC(), By: by, Result: resultRefused, Errors: []string{"the process is exiting"}}
+		return admin.Reload{At: time.Now().UTC(), By: by, Result: admin.ResultRefused, Error: "the process is exiting"}
 	}
 	select {
-	case c := <-res:
-		return c
+	case r := <-res:
+		return r
 	case <-ctx.Done():
-		return admin.Change{Time: time.Now().UTC(), By: by, Result: resultFailed,
-			Errors: []string{"no answer in time; the outcome will be in GET /v1/status and the log"}}
+		return admin.Reload{At: time.Now().UTC(), By: by, Result: admin.ResultFailed,
+			Error: "no answer in time; the outcome will be in GET /v1/status and the log"}
 	}
 }
 
 // Upgrade is POST /v1/upgrade: it starts one and returns.
-func (p *process) Upgrade(by string) admin.Change {
-	res := make(chan admin.Change, 1)
+func (p *process) Upgrade(by string) admin.Upgrade {
+	res := make(chan admin.Upgrade, 1)
 	if !p.do(func() { res <- p.upgrade(by) }) {
-		return admin.Change{Time: time.Now().UTC(), By: by, Result: resultRefused, Errors: []string{"the process is exiting"}}
+		return admin.Upgrade{At: time.Now().UTC(), By: by, Result: admin.ResultRefused, Error: "the process is exiting"}
 	}
 	return <-res
-}
-
-func copyChange(c *admin.Change) *admin.Change {
-	if c == nil {
-		return nil
-	}
-	d := *c
-	d.Errors = append([]string(nil), c.Errors...)
-	return &d
 }
 
 // version is the binary's module version, or its VCS revision.
@@ -238,20 +228,17 @@ func version() string {
 
 // metrics are the process's: changes by result, and the drain.
 type metrics struct {
-	reloads  *prometheus.CounterVec
 	upgrades *prometheus.CounterVec
 	gauges   []prometheus.Collector
 }
 
 func newMetrics(p *process) *metrics {
 	m := &metrics{
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_reloads_total",
-			Help: "Configuration reloads by result (ok; failed: the file or a file it names is invalid; refused: it changes keys only an upgrade applies, or the process cannot reload now)."}, []string{"result"}),
 		upgrades: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_upgrades_total",
 			Help: "Binary upgrades by result (started, ok, failed, refused)."}, []string{"result"}),
 	}
-	for _, r := range []string{resultOK, resultFailed, resultRefused} {
-		m.reloads.WithLabelValues(r)
+	for _, r := range []string{admin.ResultStarted, admin.ResultOK, admin.ResultFailed, admin.ResultRefused} {
+		m.upgrades.WithLabelValues(r)
 	}
 	m.gauges = []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "frontdoor_draining",
@@ -277,5 +264,5 @@ func newMetrics(p *process) *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return append([]prometheus.Collector{m.reloads, m.upgrades}, m.gauges...)
+	return append([]prometheus.Collector{m.upgrades}, m.gauges...)
 }

@@ -27,7 +27,7 @@ import (
 //	new → old  {"t":"takeover","v":1,"pid":N,"member":"gw1"}
 //	           the new process is about to start what one process holds
 //	           (its gossip member, the audit spool): give them up
-//	old → new  {"t":"sessions","pid":N,"sessions":[{"user":…,"node":…,"n":…}]}
+//	old → new  {"t":"sessions","pid":N,"started":T,"sessions":[{"user":…,"node":…,"n":…}]}
 //	           given up (assembly.HandOver); the sessions it relays now
 //	old → new  {"t":"set","user":…,"node":…,"n":…}   one of those counts changed
 //	old → new  {"t":"audit","event":{…}}             an event for the S3 sink
@@ -64,6 +64,7 @@ type message struct {
 	sessionCount
 	Event    *audit.Event `json:"event,omitempty"`
 	Deadline time.Time    `json:"deadline,omitzero"`
+	Started  time.Time    `json:"started,omitzero"`
 }
 
 type sessionCount struct {
@@ -233,7 +234,7 @@ func (s *successor) close() {
 
 // run waits for the takeover, hands the place over (a.HandOver) and
 // answers, then sends what changes until the channel closes.
-func (s *successor) run(a *assembly.Gateway) {
+func (s *successor) run(a *assembly.Gateway, started time.Time) {
 	defer close(s.done)
 	defer s.conn.Close()
 	m, err := newLineReader(s.conn).next("takeover")
@@ -254,7 +255,7 @@ func (s *successor) run(a *assembly.Gateway) {
 	s.took, s.pid = true, m.PID
 	s.mu.Unlock()
 	snap := a.HandOver(m.Member, s)
-	reply := message{T: "sessions", PID: os.Getpid()}
+	reply := message{T: "sessions", PID: os.Getpid(), Started: started}
 	for _, c := range snap {
 		reply.Sessions = append(reply.Sessions, sessionCount{User: c.User, Node: c.Node, N: c.N})
 	}
@@ -301,6 +302,7 @@ type predecessor struct {
 
 	mu       sync.Mutex // mu protects the following
 	pid      int
+	started  time.Time
 	deadline time.Time
 	gone     bool
 }
@@ -332,7 +334,7 @@ func (p *predecessor) takeover(ctx context.Context, member string) ([]cluster.Se
 		return nil, fmt.Errorf("handover: waiting for the old process: %w", err)
 	}
 	p.mu.Lock()
-	p.pid = m.PID
+	p.pid, p.started = m.PID, m.Started
 	p.mu.Unlock()
 	out := make([]cluster.Session, 0, len(m.Sessions))
 	for _, s := range m.Sessions {
@@ -375,8 +377,8 @@ func (p *predecessor) follow(a *assembly.Gateway, gone func()) {
 }
 
 // status is the old process as the new one knows it; ok false once gone.
-func (p *predecessor) status() (pid int, deadline time.Time, ok bool) {
+func (p *predecessor) status() (pid int, started, deadline time.Time, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.pid, p.deadline, !p.gone && p.pid != 0
+	return p.pid, p.started, p.deadline, !p.gone && p.pid != 0
 }

@@ -53,12 +53,10 @@ type process struct {
 	done    chan struct{} // closed when the loop has returned
 	metrics *metrics
 
-	mu          sync.Mutex // mu protects the following (read by Status)
-	m           Machine
-	reloads     map[string]int
-	lastReload  *admin.Change
-	lastUpgrade *admin.Change
-	drain       *admin.Drain
+	mu            sync.Mutex // mu protects the following (read by the status)
+	m             Machine
+	lastUpgrade   *admin.Upgrade
+	drainDeadline time.Time
 
 	// The loop's own (touched on its goroutine only).
 	succ    *successor      // the upgrade under way, or the successor drained for
@@ -97,7 +95,7 @@ func Run(ctx context.Context, o Options) error {
 	_ = l.UnmarshalText([]byte(cfg.Log.Level))
 	level.Set(l)
 	p := &process{o: o, upg: upg, log: NewLogger(cfg.Log, level, o.Stderr), started: time.Now(),
-		events: make(chan func(), 16), done: make(chan struct{}), reloads: map[string]int{}, m: Machine{State: Serving}}
+		events: make(chan func(), 16), done: make(chan struct{}), m: Machine{State: Serving}}
 	p.metrics = newMetrics(p)
 	bo := assembly.Options{Log: p.log, LogLevel: level, Listen: p.listen, Lifecycle: p}
 	if upg.HasParent() {
@@ -120,6 +118,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	p.a.Registry.MustRegister(p.metrics.collectors()...)
+	p.a.Report.Processes, p.a.Report.Upgrade = p, p
 	if err := p.a.Listen(); err != nil {
 		p.a.Close()
 		return err
@@ -196,7 +195,7 @@ func (p *process) loop(sigs <-chan os.Signal, served <-chan error) error {
 	for !p.exiting {
 		select {
 		case sig := <-sigs:
-			by := "signal:" + signalName(sig)
+			by := signalName(sig)
 			switch sig {
 			case syscall.SIGHUP:
 				p.reload(context.Background(), by)
@@ -223,6 +222,7 @@ func (p *process) loop(sigs <-chan os.Signal, served <-chan error) error {
 	return err
 }
 
+// signalName is what a signal's change records as its "by".
 func signalName(s os.Signal) string {
 	switch s {
 	case syscall.SIGHUP:
@@ -293,7 +293,7 @@ func (p *process) startDrain(reason string, handedOver bool) {
 	start := time.Now()
 	deadline := start.Add(timeout)
 	p.mu.Lock()
-	p.drain = &admin.Drain{Reason: reason, Started: start, Deadline: deadline}
+	p.drainDeadline = deadline
 	p.mu.Unlock()
 	if p.succ != nil && handedOver {
 		p.succ.drain(deadline)
