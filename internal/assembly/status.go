@@ -63,11 +63,7 @@ func (a *Gateway) Status(_ context.Context) admin.Status {
 	nodes := a.Nodes()
 	st := admin.Status{Gateway: a.Config().Gateway.Name, Now: now, Nodes: nodes, Gateways: a.gateways(),
 		Drains: a.drains(nodes), Refusals: a.refusals.summary(now)}
-	if p := a.Report.Processes; p != nil {
-		st.Processes = p.Processes()
-	} else {
-		st.Processes = []admin.Process{{PID: os.Getpid(), Started: a.started, State: admin.ProcessServing, Sessions: len(a.SSH.Sessions())}}
-	}
+	st.Processes = a.processes()
 	var rr ReloadReporter = a.Reloads
 	if a.Report.Reload != nil {
 		rr = a.Report.Reload
@@ -81,6 +77,14 @@ func (a *Gateway) Status(_ context.Context) admin.Status {
 		}
 	}
 	return st
+}
+
+// processes are this gateway's processes: the reporter's, or this one.
+func (a *Gateway) processes() []admin.Process {
+	if p := a.Report.Processes; p != nil {
+		return p.Processes()
+	}
+	return []admin.Process{{PID: os.Getpid(), Started: a.started, State: admin.ProcessServing, Sessions: len(a.SSH.Sessions())}}
 }
 
 // gateways are the cluster's live gateways with the sessions each

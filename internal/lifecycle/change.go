@@ -251,14 +251,6 @@ func newMetrics(p *process) *metrics {
 				}
 				return 0
 			}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "frontdoor_previous_process_sessions",
-			Help: "Sessions the previous process of this gateway still relays after an upgrade; they count toward caps and node load here."},
-			func() float64 {
-				if p.a == nil || p.a.Router == nil {
-					return 0
-				}
-				return float64(p.a.Router.InheritedTotal())
-			}),
 	}
 	return m
 }
