@@ -86,7 +86,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer upg.Stop()
-	cfg, err := assembly.Check(o.ConfigPath)
+	// The file and what it names are checked by Build, as by `frontdoor
+	// config check` and a reload (assembly.load).
+	cfg, err := config.Load(o.ConfigPath)
 	if err != nil {
 		return err
 	}
