@@ -3,6 +3,7 @@ package assembly
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
@@ -34,9 +35,16 @@ import (
 //     its sessions' ends — to the new one, which ships them (RecordFor);
 //     its audit file goes on getting them as before.
 //
+// The new process learns the nodes' health from their agents' next
+// heartbeats (the gateways' pool does not carry it): it waits until it sees
+// up the nodes the old process routed to (NodesUp, WaitNodesUp) before it
+// takes logins, while the old process serves on.
+//
 // A successor that fails after it took the place over (it died, or never
 // became ready) leaves the old process to take it back (Resume): a new
-// gossip member with the counts as they are, the sink reopened.
+// gossip member with the counts as they are, the sink reopened. That
+// member, too, has no node health until the next heartbeat: for about
+// heartbeat_interval a login there may find no node.
 
 // Successor is the process taking this one's place, as HandOver talks to
 // it. Its methods are called with locks held: they queue, never block.
@@ -126,5 +134,46 @@ func (a *Gateway) PredecessorGone() { a.Router.ForgetInherited() }
 func (a *Gateway) RecordFor(e audit.Event) {
 	if s := a.auditS3.Load(); s != nil {
 		s.Record(e)
+	}
+}
+
+// NodesUp names the login nodes this gateway would route to now (alive,
+// sshd up): what a process taking over should see before it takes logins.
+func (a *Gateway) NodesUp() []string {
+	var out []string
+	for _, n := range a.Router.Nodes() {
+		if n.Alive && n.SSHDUp {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// WaitNodesUp waits until every node of names is up in this gateway's view
+// (NodesUp), or ctx ends: a process that took over starts with no node
+// health until the agents' next heartbeat, and must not take logins
+// before it sees the nodes its predecessor routed to.
+func (a *Gateway) WaitNodesUp(ctx context.Context, names []string) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		up := map[string]bool{}
+		for _, n := range a.NodesUp() {
+			up[n] = true
+		}
+		var missing []string
+		for _, n := range names {
+			if !up[n] {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nodes not up yet: %v: %w", missing, ctx.Err())
+		case <-t.C:
+		}
 	}
 }

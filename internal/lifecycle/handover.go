@@ -27,8 +27,10 @@ import (
 //	new → old  {"t":"takeover","v":1,"pid":N,"member":"gw1"}
 //	           the new process is about to start what one process holds
 //	           (its gossip member, the audit spool): give them up
-//	old → new  {"t":"sessions","pid":N,"started":T,"sessions":[{"user":…,"node":…,"n":…}]}
-//	           given up (assembly.HandOver); the sessions it relays now
+//	old → new  {"t":"sessions","pid":N,"started":T,"sessions":[{"user":…,"node":…,"n":…}],"nodes":[…]}
+//	           given up (assembly.HandOver); the sessions it relays now, and
+//	           the nodes it routes to, which the new one waits to see up
+//	           before it takes logins
 //	old → new  {"t":"set","user":…,"node":…,"n":…}   one of those counts changed
 //	old → new  {"t":"audit","event":{…}}             an event for the S3 sink
 //	old → new  {"t":"drain","deadline":T}            the new process is ready;
@@ -65,6 +67,7 @@ type message struct {
 	Event    *audit.Event `json:"event,omitempty"`
 	Deadline time.Time    `json:"deadline,omitzero"`
 	Started  time.Time    `json:"started,omitzero"`
+	Nodes    []string     `json:"nodes,omitempty"`
 }
 
 type sessionCount struct {
@@ -255,7 +258,7 @@ func (s *successor) run(a *assembly.Gateway, started time.Time) {
 	s.took, s.pid = true, m.PID
 	s.mu.Unlock()
 	snap := a.HandOver(m.Member, s)
-	reply := message{T: "sessions", PID: os.Getpid(), Started: started}
+	reply := message{T: "sessions", PID: os.Getpid(), Started: started, Nodes: a.NodesUp()}
 	for _, c := range snap {
 		reply.Sessions = append(reply.Sessions, sessionCount{User: c.User, Node: c.Node, N: c.N})
 	}
@@ -302,6 +305,7 @@ type predecessor struct {
 
 	mu       sync.Mutex // mu protects the following
 	pid      int
+	nodes    []string // up in the old process's view at the takeover
 	started  time.Time
 	deadline time.Time
 	gone     bool
@@ -334,13 +338,20 @@ func (p *predecessor) takeover(ctx context.Context, member string) ([]cluster.Se
 		return nil, fmt.Errorf("handover: waiting for the old process: %w", err)
 	}
 	p.mu.Lock()
-	p.pid, p.started = m.PID, m.Started
+	p.pid, p.started, p.nodes = m.PID, m.Started, m.Nodes
 	p.mu.Unlock()
 	out := make([]cluster.Session, 0, len(m.Sessions))
 	for _, s := range m.Sessions {
 		out = append(out, cluster.Session{User: s.User, Node: s.Node, N: s.N})
 	}
 	return out, nil
+}
+
+// nodesUp are the nodes the old process routed to at the takeover.
+func (p *predecessor) nodesUp() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nodes
 }
 
 // follow applies what the old process sends until it is gone; then gone

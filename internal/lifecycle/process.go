@@ -40,6 +40,10 @@ const DefaultUpgradeTimeout = time.Minute
 // takeoverTimeout bounds the wait for the old process to give its place up.
 const takeoverTimeout = 30 * time.Second
 
+// nodesUpTimeout bounds the wait for the nodes the old process routed to
+// (a few heartbeats of their agents).
+const nodesUpTimeout = 10 * time.Second
+
 // process is one gateway process: the assembly, the upgrader, the state
 // machine and what GET /v1/status shows.
 type process struct {
@@ -124,6 +128,15 @@ func Run(ctx context.Context, o Options) error {
 	if err := p.a.Listen(); err != nil {
 		p.a.Close()
 		return err
+	}
+	if p.pred != nil {
+		// The old process serves on meanwhile: take no login before the
+		// nodes it routes to are up here too (their next heartbeat).
+		wctx, cancel := context.WithTimeout(ctx, nodesUpTimeout)
+		if err := p.a.WaitNodesUp(wctx, p.pred.nodesUp()); err != nil {
+			p.log.Warn("upgrade: taking logins before every node is up here", "err", err)
+		}
+		cancel()
 	}
 	served := make(chan error, 1)
 	go func() { served <- p.a.Serve(context.Background()) }()
