@@ -17,6 +17,34 @@ import (
 
 func init() {
 	register("authorized-principals", "sshd AuthorizedPrincipalsCommand on login nodes: the principals USER accepts", runAuthorizedPrincipals)
+	register("trusted-user-ca-keys", "check a login node's gateways file and print its CA keys for TrustedUserCAKeys", runTrustedUserCAKeys)
+}
+
+// runTrustedUserCAKeys prints the CA keys of a gateways file (see
+// --gateways) without their from= options, in the format sshd's
+// TrustedUserCAKeys takes (no options): the node's two files then list the
+// same keys. It fails on a file authorized-principals could not use,
+// which would refuse every certificate login.
+func runTrustedUserCAKeys(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("trusted-user-ca-keys", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: frontdoor trusted-user-ca-keys GATEWAYS-FILE", errUsage)
+	}
+	data, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	gws, err := ca.ParseGateways(data)
+	if err != nil {
+		return err
+	}
+	for _, g := range gws {
+		fmt.Println(strings.TrimSpace(string(pubLine(g.Key)) + " " + g.Comment))
+	}
+	return nil
 }
 
 // runAuthorizedPrincipals is the login node's own check of the principal a

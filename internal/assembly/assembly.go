@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -151,7 +152,8 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 	a.Registry.MustRegister(ca.Collectors()...)
 	caPub, caKind := a.SSH.UserCA()
 	log.Info("user CA: login nodes must trust this key (TrustedUserCAKeys) for this gateway's logins",
-		"gateway", cfg.Gateway.Name, "key", caKind, "fingerprint", ssh.FingerprintSHA256(caPub), "type", caPub.Type())
+		"gateway", cfg.Gateway.Name, "key", caKind, "fingerprint", ssh.FingerprintSHA256(caPub),
+		"public_key", strings.TrimSpace(string(ssh.MarshalAuthorizedKey(caPub))))
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return a, nil
 }
