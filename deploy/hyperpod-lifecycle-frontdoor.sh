@@ -9,7 +9,11 @@
 #                           gateway: from="ITS-ADDRESSES" KEY COMMENT
 #                           (docs/security.md, "The user CAs")
 #   frontdoor_revoked_keys  optional: a KRL of revoked CA keys (ssh-keygen -k)
-#   agent.yaml              agent config (cluster keyring, pool, gateway seeds)
+#   agent.yaml              agent config (cluster keyring, pool, the gateways)
+#   gateway-addresses       the gateways' addresses as the nodes see them
+#                           connect (addresses or CIDRs, one per line)
+#   sshd-penalty-exemption.sh, sshd_config.d-frontdoor.conf,
+#   frontdoor-agent.service   from deploy/
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
@@ -32,6 +36,11 @@ install -m 0644 "$here/sshd_config.d-frontdoor.conf" /etc/ssh/sshd_config.d/fron
 install -m 0600 "$here/agent.yaml" /etc/frontdoor/agent.yaml
 # Node name for routing (user+node) defaults to the short host name.
 sed -i "s/^\(\s*name:\s*\).*NODE_NAME.*/\1$(hostname -s)/" /etc/frontdoor/agent.yaml
+
+# OpenSSH >= 9.8 only: exempt the gateways from PerSourcePenalties (older
+# sshd refuses the keyword). Checks the config with sshd -t; on failure it
+# puts the previous drop-in back and stops this script before the reload.
+bash "$here/sshd-penalty-exemption.sh" "$(cat "$here/gateway-addresses")"
 
 sshd -t   # refuse to continue with a broken sshd config
 systemctl reload ssh || systemctl reload sshd

@@ -109,6 +109,7 @@ func (b *bench) memberConfig(name string, join ...string) cluster.Config {
 	c.Name = name
 	c.BindAddr = "127.0.0.1"
 	c.BindPort = 0
+	c.GatewayPort = 0
 	c.Join = join
 	c.Label = "frontdoor-bench"
 	c.SecretKeys = []string{b.key}
@@ -118,11 +119,10 @@ func (b *bench) memberConfig(name string, join ...string) cluster.Config {
 func (b *bench) startCluster(ctx context.Context, agentsUp func()) error {
 	log := slog.New(slog.DiscardHandler)
 	for i := range b.o.gateways {
-		var join []string
+		cfg := b.memberConfig(fmt.Sprintf("gw%d", i+1))
 		if i > 0 {
-			join = []string{b.gws[0].LocalAddr()}
+			cfg.GatewayJoin = []string{b.gws[0].GatewayAddr()}
 		}
-		cfg := b.memberConfig(fmt.Sprintf("gw%d", i+1), join...)
 		cfg.GatewayKeys = []string{b.gatewayKey}
 		c, err := cluster.Start(ctx, cfg, cluster.Options{Role: cluster.RoleGateway, Logger: log, Inventory: b.inv})
 		if err != nil {
@@ -130,14 +130,18 @@ func (b *bench) startCluster(ctx context.Context, agentsUp func()) error {
 		}
 		b.gws = append(b.gws, c)
 	}
+	// Every agent sends to every gateway, as agent.yaml's join lists them.
+	var gateways []string
+	for _, g := range b.gws {
+		gateways = append(gateways, g.LocalAddr())
+	}
 	for i := range b.o.agents {
-		seed := b.gws[i%len(b.gws)].LocalAddr()
 		name := fmt.Sprintf("login%02d", i+1)
 		hk, err := b.inv.add(name)
 		if err != nil {
 			return err
 		}
-		c, err := cluster.Start(ctx, b.memberConfig(name, seed), cluster.Options{Role: cluster.RoleAgent, Logger: log, HostKey: hk})
+		c, err := cluster.Start(ctx, b.memberConfig(name, gateways...), cluster.Options{Role: cluster.RoleAgent, Logger: log, HostKey: hk})
 		if err != nil {
 			return err
 		}
@@ -150,8 +154,8 @@ func (b *bench) startCluster(ctx context.Context, agentsUp func()) error {
 	agentsUp()
 	return waitFor(ctx, 2*time.Minute, func() error {
 		for _, gw := range b.gws {
-			if n := len(gw.Members()); n != b.o.agents+b.o.gateways {
-				return fmt.Errorf("%s sees %d members", gw.Name(), n)
+			if n := len(gw.Members()); n != b.o.gateways {
+				return fmt.Errorf("%s sees %d gateways", gw.Name(), n)
 			}
 			if n := len(candidates(gw.Nodes(), time.Now(), b.rcfg)); n != b.o.agents {
 				return fmt.Errorf("%s sees %d candidate nodes", gw.Name(), n)

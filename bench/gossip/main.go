@@ -82,6 +82,7 @@ func run(ctx context.Context, o opts) error {
 		ProbeIntervalMS: ms(dc.ProbeInterval), ProbeTimeoutMS: ms(dc.ProbeTimeout),
 		SuspicionMult: dc.SuspicionMult, PushPullMS: ms(dc.PushPullInterval),
 		AgentIntervalMS: ms(agentInterval), Choices: b.rcfg.Choices,
+		HeartbeatMS: ms(dc.HeartbeatInterval), NodeDeadAfterMS: ms(dc.NodeDeadAfter),
 		CPUs: runtime.NumCPU(),
 	}
 	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -89,8 +90,9 @@ func run(ctx context.Context, o opts) error {
 	}
 
 	start := time.Now()
+	var err error
 	// Agents republish every agentInterval like the real agent, from the
-	// moment they exist.
+	// moment they exist (and the cluster re-sends it every heartbeat).
 	pubCtx, stopPub := context.WithCancel(ctx)
 	var pubWG sync.WaitGroup
 	defer func() { stopPub(); pubWG.Wait() }()
@@ -112,8 +114,12 @@ func run(ctx context.Context, o opts) error {
 	}
 	res.StartupConvergeMS = ms(time.Since(start))
 	logf("cluster of %d converged in %.0f ms", o.agents+o.gateways, res.StartupConvergeMS)
+	if res.Steady, err = steadyCost(ctx, 30*time.Second); err != nil {
+		return err
+	}
+	logf("steady state: %.0f UDP packets/s (%.0f kB/s), %.2f TCP streams/s, %.3f cores busy",
+		res.Steady.UDPPacketsPerS, res.Steady.UDPBytesPerS/1000, res.Steady.TCPStreamsPerS, res.Steady.CPUCores)
 
-	var err error
 	if res.HealthPropagationMS, err = b.propagation(ctx); err != nil {
 		return err
 	}

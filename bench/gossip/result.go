@@ -12,6 +12,7 @@ type Result struct {
 	Placement           []Placement  `json:"placement"`
 	Sticky              StickyResult `json:"sticky_reconnect"`
 	RefusedLogins       int          `json:"refused_logins"`
+	Steady              Cost         `json:"steady_cost"`
 	Targets             Targets      `json:"targets"`
 }
 
@@ -25,6 +26,8 @@ type Setup struct {
 	SuspicionMult    int     `json:"suspicion_mult"`
 	PushPullMS       float64 `json:"push_pull_interval_ms"`
 	AgentIntervalMS  float64 `json:"agent_publish_interval_ms"`
+	HeartbeatMS      float64 `json:"heartbeat_interval_ms"`
+	NodeDeadAfterMS  float64 `json:"node_dead_after_ms"`
 	Encrypted        bool    `json:"encrypted"`
 	Choices          int     `json:"route_choices"`
 	Seed             uint64  `json:"seed"`

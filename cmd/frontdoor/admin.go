@@ -48,6 +48,8 @@ func runNodes(ctx context.Context, args []string) error {
 			continue
 		}
 		switch {
+		case n.Lied:
+			state = "lied"
 		case !n.Alive:
 			state = "dead"
 		case !n.SSHDUp:
@@ -57,6 +59,9 @@ func runNodes(ctx context.Context, args []string) error {
 		}
 		if n.NoAgent {
 			state += " (no agent: sshd probed)"
+		}
+		for _, w := range n.Warnings {
+			state += " !" + w
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.2f/%d\t%.0f%%\t%.2f/%.2f\t%d (+%d)\t%d\t%.3f\n", n.Name, n.Pool, n.Addr, state,
 			time.Since(n.HealthAt).Round(100*time.Millisecond), n.Load1, n.CPUs, 100*n.MemAvailFrac,

@@ -45,4 +45,9 @@ type NodeInfo struct {
 	// NoAgent: no agent reports for the node; the gateway probes its sshd
 	// banner and scores it by sessions alone.
 	NoAgent bool `json:"no_agent,omitempty"`
+	// Lied: the node's agent recently sent health no real node could
+	// (impossible figures, another address or pool); no new logins.
+	Lied bool `json:"lied,omitempty"`
+	// Warnings the node's agent raises (cluster.Warn*).
+	Warnings []string `json:"warnings,omitempty"`
 }

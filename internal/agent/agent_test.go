@@ -213,13 +213,20 @@ func (f *fakePub) PublishHealth(h cluster.Health) error {
 	return nil
 }
 
-func TestTick(t *testing.T) {
+// tickConfig is an agent config for tick tests: a metrics file (returned)
+// with a modest load, a banner server as its sshd, a drain file.
+func tickConfig(t *testing.T) (Config, string) {
 	dir := t.TempDir()
 	metrics := filepath.Join(dir, "m.json")
 	writeFile(t, metrics, `{"load1": 1, "cpus": 4, "mem_avail_frac": 0.5}`)
 	cfg := DefaultConfig()
 	cfg.Node, cfg.SSHAddr, cfg.ProbeAddr = "n1", "10.0.0.1:22", banner(t, "SSH-2.0-test\r\n")
 	cfg.DrainFile = filepath.Join(dir, "drain")
+	return cfg, metrics
+}
+
+func TestTick(t *testing.T) {
+	cfg, metrics := tickConfig(t)
 	cfg.MaxSessions = 50
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	pub := &fakePub{}
@@ -305,7 +312,7 @@ cluster:
 		t.Fatalf("bad ssh_addr: %v", err)
 	}
 	host, _ := os.Hostname()
-	writeFile(t, p, "cluster: {insecure: true}\n")
+	writeFile(t, p, "cluster: {insecure: true, join: [\"gw1:7946\"]}\n")
 	cfg, err = LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
@@ -322,6 +329,7 @@ const testKey = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
 func TestValidateConfig(t *testing.T) {
 	good := DefaultConfig()
 	good.Node, good.SSHAddr, good.Cluster.Insecure = "login1", "10.0.0.1:22", true
+	good.Cluster.Join = []string{"gw1:7946"}
 	good.Derive()
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
@@ -359,7 +367,7 @@ func TestValidateConfig(t *testing.T) {
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	gwCfg := cluster.DefaultConfig()
-	gwCfg.Name, gwCfg.BindAddr, gwCfg.BindPort, gwCfg.Insecure = "gw1", "127.0.0.1", 0, true
+	gwCfg.Name, gwCfg.BindAddr, gwCfg.BindPort, gwCfg.GatewayPort, gwCfg.Insecure = "gw1", "127.0.0.1", 0, 0, true
 	gwCfg.GossipInterval, gwCfg.ProbeInterval, gwCfg.ProbeTimeout = 20*time.Millisecond, 500*time.Millisecond, 400*time.Millisecond
 	gwCfg.PushPullInterval, gwCfg.RejoinInterval = 300*time.Millisecond, 200*time.Millisecond
 	gw, err := cluster.Start(t.Context(), gwCfg, cluster.Options{Role: cluster.RoleGateway})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
@@ -64,8 +65,25 @@ type Config struct {
 	// HostKey (for gateways that trust a host CA).
 	HostCertificate string `yaml:"host_certificate"`
 
-	// Cluster is the gossip membership, as the gateways' cluster section
-	// but without gateway_keys; its name is always Node.
+	// SSHDPath is the node's sshd: every SSHDCheckInterval the agent asks
+	// it its version and, on OpenSSH ≥ 9.8, its effective configuration
+	// (`sshd -T -f SSHDConfig`), and warns (log, and a warning the gateways
+	// show) when PerSourcePenalties are on without every gateway in
+	// PerSourcePenaltyExemptList (see sshdcheck.go).
+	SSHDPath string `yaml:"sshd_path"`
+	// SSHDConfig is the node's sshd configuration file, for that check.
+	SSHDConfig string `yaml:"sshd_config"`
+	// SSHDCheckInterval is how often that check runs; 0 turns it off.
+	SSHDCheckInterval time.Duration `yaml:"sshd_check_interval"`
+	// GatewayAddrs are the addresses (or names) the node's sshd sees the
+	// gateways connect from, for that check. Empty: the hosts of
+	// cluster.join; set it when the gateways reach the nodes from other
+	// addresses than the one the agent sends to.
+	GatewayAddrs []string `yaml:"gateway_addrs"`
+
+	// Cluster is where the agent sends its signed health: the gateways
+	// (cluster.join) and the gossip keys; without gateway_keys; its name
+	// is always Node.
 	Cluster cluster.Config `yaml:"cluster"`
 }
 
@@ -79,7 +97,11 @@ func DefaultConfig() Config {
 		DrainFile:     "/var/lib/frontdoor/drain",
 		ProcRoot:      "/proc",
 		HostKey:       "/etc/ssh/ssh_host_ed25519_key",
-		Cluster:       cluster.DefaultConfig(),
+		SSHDPath:      "/usr/sbin/sshd",
+		SSHDConfig:    "/etc/ssh/sshd_config",
+
+		SSHDCheckInterval: 10 * time.Minute,
+		Cluster:           cluster.DefaultConfig(),
 	}
 }
 
@@ -147,6 +169,17 @@ func (c Config) Validate() error {
 	}
 	if c.DrainFile == "" {
 		errs = append(errs, errors.New("drain_file: must be set"))
+	}
+	if c.SSHDCheckInterval < 0 {
+		errs = append(errs, errors.New("sshd_check_interval: must not be negative (0 turns the check off)"))
+	}
+	if c.SSHDCheckInterval > 0 && c.SSHDPath == "" {
+		errs = append(errs, errors.New("sshd_path: must be set while sshd_check_interval is not 0"))
+	}
+	for i, g := range c.GatewayAddrs {
+		if g == "" || strings.ContainsAny(g, " /:") && net.ParseIP(g) == nil {
+			errs = append(errs, fmt.Errorf("gateway_addrs[%d]: %q is not an address or host name", i, g))
+		}
 	}
 	if c.HostKey == "" && !c.Cluster.Insecure {
 		errs = append(errs, errors.New("host_key: must be set: the agent signs its health with the node's host key"))

@@ -91,6 +91,9 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 	if a.Directory, err = source.Open(cfg.Directory, log); err != nil {
 		return nil, fmt.Errorf("directory: %w", err)
 	}
+	if c, ok := a.Directory.(interface{ Collectors() []prometheus.Collector }); ok {
+		a.Registry.MustRegister(c.Collectors()...) // AD: its cache and change watch
+	}
 	nodeKeys, err := node.LoadHostKeys(cfg.Backend.KnownHosts, cfg.Backend.InsecureIgnoreHostKeys)
 	if err != nil {
 		return nil, err
@@ -120,6 +123,7 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 	if a.Audit, err = audit.Open(cfg.Audit.File, log); err != nil {
 		return nil, err
 	}
+	a.Registry.MustRegister(a.Audit.Collectors()...)
 	if cfg.Audit.S3 != nil {
 		if a.AuditS3, err = s3sink.New(ctx, *cfg.Audit.S3, cfg.Gateway.Name, s3sink.Options{Logger: log.With("component", "audit-s3")}); err != nil {
 			return nil, fmt.Errorf("audit s3: %w", err)

@@ -124,6 +124,9 @@ audit:
 			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 				t.Fatal(err)
 			}
+			if e.Type == audit.TypeBatch { // the chain header of the batch
+				continue
+			}
 			events = append(events, e)
 		}
 		obj.Body.Close()

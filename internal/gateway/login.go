@@ -68,14 +68,14 @@ func (c *conn) login(a attempt) (*ssh.Permissions, error) {
 	_, out := c.srv.decide(a.ident, a.node, prefer)
 	a.rule = out.Policy.Rule
 	if r := out.Refusal; r != nil {
-		c.auditAuth(a, "denied", r.Reason)
+		c.auditAuth(a, audit.ResultDenied, r.Reason)
 		return nil, c.fatalf(r.UserMsg)
 	}
 	slot, ok := c.srv.reserveSession(a.ident.Name, out.Policy.MaxSessions)
 	if !ok {
 		// Another login took the last slot since the decision.
 		r := login.CheckSessionCap(out.Policy.MaxSessions, out.Policy.MaxSessions)
-		c.auditAuth(a, "denied", r.Reason)
+		c.auditAuth(a, audit.ResultDenied, r.Reason)
 		return nil, c.fatalf(r.UserMsg)
 	}
 	// Each node connection gets its own certificate, signed when the
@@ -90,12 +90,12 @@ func (c *conn) login(a attempt) (*ssh.Permissions, error) {
 		if stageOf(err) == StageCert {
 			// No certificate: no node would do better.
 			slot()
-			c.auditAuth(a, "fail", backendReason(err))
+			c.auditAuth(a, audit.ResultError, backendReason(err))
 			return nil, c.fatalf(certMessage(err))
 		}
 		if err == nil {
 			c.result = &loginResult{typed: a.typed, ident: a.ident, policy: out.Policy, method: a.method, backend: b, slot: slot}
-			c.auditAuth(a, "ok", "")
+			c.auditAuth(a, audit.ResultOK, "")
 			return &ssh.Permissions{Extensions: map[string]string{
 				extPrincipal: a.ident.Name, extTyped: a.typed, extSession: c.id}}, nil
 		}
@@ -106,7 +106,7 @@ func (c *conn) login(a attempt) (*ssh.Permissions, error) {
 			User: a.ident.Name, Src: c.src, Node: t.Name, Result: "fail", Reason: reason})
 	}
 	slot()
-	c.auditAuth(a, "fail", "no login node: "+strings.Join(errs, "; "))
+	c.auditAuth(a, audit.ResultError, "no login node: "+strings.Join(errs, "; "))
 	return nil, c.fatalf(login.NoNodeMessage(a.node))
 }
 

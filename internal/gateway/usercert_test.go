@@ -225,7 +225,7 @@ func TestKMSUserCA(t *testing.T) {
 	}
 	t.Logf("KMS hung: the user was told after %v", took.Round(time.Millisecond))
 	b, _ := os.ReadFile(g.audit)
-	if !strings.Contains(string(b), `"result":"fail","reason":"certificate for node cap1: user CA unavailable: kms key, after`) {
+	if !strings.Contains(string(b), `"result":"error","reason":"certificate for node cap1: user CA unavailable: kms key, after`) {
 		t.Errorf("audit:\n%s", b)
 	}
 	fake.SetDelay(0)

@@ -30,10 +30,10 @@ type encConfig struct {
 // maps and pointers stay nil (unset), empty ones stay empty.
 func TestEncodeRoundTrip(t *testing.T) {
 	in := encConfig{Name: "gw1", Count: 3, On: true, Rate: 0.5,
-		Inner: encInner{Wait: 90 * time.Second, Names: []string{"a", "b"}},
-		Opt:   &encInner{Wait: time.Millisecond},
-		List:  []encInner{{Names: []string{}}, {Wait: time.Hour}},
-		None:  []string{},
+		Inner:  encInner{Wait: 90 * time.Second, Names: []string{"a", "b"}},
+		Opt:    &encInner{Wait: time.Millisecond},
+		List:   []encInner{{Names: []string{}}, {Wait: time.Hour}},
+		None:   []string{},
 		ByName: map[string]encInner{"z": {Wait: time.Minute}, "a": {}},
 	}
 	b, err := Encode(in)

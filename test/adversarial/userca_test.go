@@ -234,7 +234,7 @@ func TestEachGatewayItsOwnCA(t *testing.T) {
 	before := len(audits(t, a))
 	mustBeRefused(t, a, alice, "A, its CA dropped", "no login node is available")
 	if !slices.ContainsFunc(audits(t, a)[before:], func(e audit.Event) bool {
-		return e.Type == audit.TypeAuth && e.Result == "fail" && strings.Contains(e.Reason, "refused the login certificate")
+		return e.Type == audit.TypeAuth && e.Result == audit.ResultError && strings.Contains(e.Reason, "refused the login certificate")
 	}) {
 		t.Error("no audit event naming the refused certificate")
 	}
@@ -447,7 +447,7 @@ func TestKMSSignedLogins(t *testing.T) {
 				t.Errorf("%d Sign calls, want %d", got, outage.calls)
 			}
 			if !slices.ContainsFunc(audits(t, k)[before:], func(e audit.Event) bool {
-				return e.Type == audit.TypeAuth && e.Result == "fail" && strings.Contains(e.Reason, "user CA unavailable: kms key, after")
+				return e.Type == audit.TypeAuth && e.Result == audit.ResultError && strings.Contains(e.Reason, "user CA unavailable: kms key, after")
 			}) {
 				t.Error("no audit event with the CA's failure")
 			}

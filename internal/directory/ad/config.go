@@ -87,7 +87,24 @@ type Config struct {
 	DCDownFor time.Duration `yaml:"dc_down_for"`
 	// MaxCacheEntries bounds the identity cache.
 	MaxCacheEntries int `yaml:"max_cache_entries"`
+	// WatchInterval is how often the directory watch reads a DC's
+	// highestCommittedUSN (one rootDSE read) to notice changes: an account
+	// disabled, locked out, expired, deleted or moved between groups has
+	// its cached identity dropped, so the next login sees the change about
+	// this long after AD committed it instead of cache_ttl later (at least
+	// 100ms). Changes made on another DC count from when they replicate to
+	// the watched one.
+	WatchInterval time.Duration `yaml:"watch_interval"`
+	// WatchMaxChanges bounds one round of the watch: when more users and
+	// groups changed since the last round, or the changed groups have more
+	// members than this in all, the whole cache is dropped instead of
+	// searched through (1 to 1000000).
+	WatchMaxChanges int `yaml:"watch_max_changes"`
 }
+
+// MinWatchInterval is the shortest watch_interval: a rootDSE read ten
+// times a second per gateway is already more than any change needs.
+const MinWatchInterval = 100 * time.Millisecond
 
 // MaxTimeout is the upper bound on Timeout: a dead or hanging DC must cost
 // a login no more than 5 s before the next DC is tried.
@@ -109,6 +126,8 @@ func DefaultConfig() Config {
 		RetryMax:            time.Minute,
 		DCDownFor:           30 * time.Second,
 		MaxCacheEntries:     100000,
+		WatchInterval:       2 * time.Second,
+		WatchMaxChanges:     1000,
 	}
 }
 
@@ -198,6 +217,12 @@ func (cfg Config) Validate() error {
 	}
 	if cfg.MaxCacheEntries < 1 {
 		bad("max_cache_entries", "must be positive")
+	}
+	if cfg.WatchInterval < MinWatchInterval {
+		bad("watch_interval", "%v: must be at least %v", cfg.WatchInterval, MinWatchInterval)
+	}
+	if cfg.WatchMaxChanges < 1 || cfg.WatchMaxChanges > 1000000 {
+		bad("watch_max_changes", "%d: must be 1..1000000", cfg.WatchMaxChanges)
 	}
 	return errors.Join(errs...)
 }

@@ -110,7 +110,8 @@ func TestConfigValidate(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatalf("good config: %v", err)
 	}
-	if d := good; len(d.UPNSuffixes) != 1 || d.UPNSuffixes[0] != "hpc.example.edu" || d.Timeout != 5*time.Second || d.OfflineMaxAge != 24*time.Hour {
+	if d := good; len(d.UPNSuffixes) != 1 || d.UPNSuffixes[0] != "hpc.example.edu" || d.Timeout != 5*time.Second || d.OfflineMaxAge != 24*time.Hour ||
+		d.WatchInterval != 2*time.Second || d.WatchMaxChanges != 1000 {
 		t.Errorf("defaults: %+v", d)
 	}
 	if err := DefaultConfig().Validate(); err == nil {
@@ -138,6 +139,9 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.CacheTTL = -time.Second }, "directory.ad.cache_ttl: must not be negative"},
 		{func(c *Config) { c.RetryMax = time.Second }, "directory.ad.retry_min: need 0 < retry_min <= retry_max"},
 		{func(c *Config) { c.MaxCacheEntries = 0 }, "directory.ad.max_cache_entries"},
+		{func(c *Config) { c.WatchInterval = time.Millisecond }, "directory.ad.watch_interval"},
+		{func(c *Config) { c.WatchInterval = -time.Second }, "directory.ad.watch_interval"},
+		{func(c *Config) { c.WatchMaxChanges = -1 }, "directory.ad.watch_max_changes"},
 	}
 	for _, tc := range tests {
 		c := good
@@ -186,6 +190,8 @@ cache_ttl: 2m
 offline_max_age: 24h
 cache_passwords: true
 password_cache_max_age: 8h
+watch_interval: 500ms
+watch_max_changes: 200
 `
 	cfg := DefaultConfig()
 	if _, err := yamlconf.Decode("ad.yaml", []byte(src), &cfg); err != nil {
@@ -195,7 +201,8 @@ password_cache_max_age: 8h
 		t.Fatal(err)
 	}
 	if cfg.Timeout != 3*time.Second || cfg.CacheTTL != 2*time.Minute || cfg.PasswordCacheMaxAge != 8*time.Hour ||
-		!cfg.CachePasswords || len(cfg.URLs) != 2 || cfg.KeyAttribute != KeyAltSecurityIdentities || cfg.PoolSize != 4 {
+		!cfg.CachePasswords || len(cfg.URLs) != 2 || cfg.KeyAttribute != KeyAltSecurityIdentities || cfg.PoolSize != 4 ||
+		cfg.WatchInterval != 500*time.Millisecond || cfg.WatchMaxChanges != 200 {
 		t.Errorf("decoded %+v", cfg)
 	}
 }

@@ -358,12 +358,15 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 	if err != nil {
 		return err
 	}
-	var gossipPorts []int
-	var gossipAddrs []string
+	// Each gateway has two gossip ports: one the agents send health to,
+	// one for the gateways' own pool.
+	var gossipPorts, poolPorts []int
+	var gossipAddrs, poolAddrs []string
 	for i := 0; i < nGateways; i++ {
-		p := freePort("127.0.0.1")
-		gossipPorts = append(gossipPorts, p)
+		p, pp := freePort("127.0.0.1"), freePort("127.0.0.1")
+		gossipPorts, poolPorts = append(gossipPorts, p), append(poolPorts, pp)
 		gossipAddrs = append(gossipAddrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		poolAddrs = append(poolAddrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(pp)))
 	}
 
 	// Gateways, as separate processes of the real binary. Each has an
@@ -389,6 +392,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		patch := map[string]any{"cluster": map[string]any{
 			"name": name, "bind_addr": "127.0.0.1", "bind_port": gossipPorts[i-1],
 			"join": others(gossipAddrs, i-1), "secret_keys": []string{gossipKey}, "label": "frontdoor-stack",
+			"gateway_port": poolPorts[i-1], "gateway_join": others(poolAddrs, i-1),
 			"gateway_keys": []string{gatewayKey},
 		}}
 		if adSection != nil {
