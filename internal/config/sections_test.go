@@ -63,6 +63,43 @@ func TestGatewayValidate(t *testing.T) {
 			g.AdminListen, g.AdminTokenFile, g.AdminAllowedHosts = "127.0.0.1:9101", "/t", []string{strings.Repeat("h", 64) + ".edu"}
 		}, "gateway.admin_allowed_hosts[0]"},
 		{"admin token without TCP", func(g *Gateway) { g.AdminTokenFile = "/t" }, "gateway.admin_token_file: only used with gateway.admin_listen"},
+		// A certificate from the client CA is not an admin by itself: the
+		// names say which are.
+		{"admin CA without names", func(g *Gateway) {
+			g.AdminListen, g.AdminTLSCert, g.AdminTLSKey, g.AdminClientCA = "127.0.0.1:9101", "/c", "/k", "/ca"
+		}, "gateway.admin_client_ca: name the certificates"},
+		{"admin CA with names", func(g *Gateway) {
+			g.AdminListen, g.AdminTLSCert, g.AdminTLSKey, g.AdminClientCA = "127.0.0.1:9101", "/c", "/k", "/ca"
+			g.AdminClientNames, g.AdminReadOnlyClientNames = []string{"ops-alice", "alice@example.edu"}, []string{"grafana.mgmt.example.edu"}
+		}, ""},
+		{"admin CA, read-only names only", func(g *Gateway) {
+			g.AdminListen, g.AdminTLSCert, g.AdminTLSKey, g.AdminClientCA = "127.0.0.1:9101", "/c", "/k", "/ca"
+			g.AdminReadOnlyClientNames = []string{"*"}
+		}, ""},
+		{"admin client name syntax", func(g *Gateway) {
+			g.AdminListen, g.AdminTLSCert, g.AdminTLSKey, g.AdminClientCA = "127.0.0.1:9101", "/c", "/k", "/ca"
+			g.AdminClientNames = []string{"ops alice"}
+		}, "gateway.admin_client_names[0]"},
+		{"admin client name twice", func(g *Gateway) {
+			g.AdminListen, g.AdminTLSCert, g.AdminTLSKey, g.AdminClientCA = "127.0.0.1:9101", "/c", "/k", "/ca"
+			g.AdminClientNames, g.AdminReadOnlyClientNames = []string{"ops"}, []string{"OPS"}
+		}, "gateway.admin_readonly_client_names[0]: \"OPS\" is already listed in admin_client_names[0]"},
+		{"admin names without a CA", func(g *Gateway) {
+			g.AdminListen, g.AdminTokenFile, g.AdminClientNames = "127.0.0.1:9101", "/t", []string{"ops"}
+		}, "gateway.admin_client_names: only used with admin_client_ca"},
+		// Tokens in clear text on a network are an error unless asked for.
+		{"admin plaintext on a network", func(g *Gateway) { g.AdminListen, g.AdminTokenFile = "10.0.0.5:9101", "/t" }, "gateway.admin_listen: \"10.0.0.5:9101\" is not a loopback address"},
+		{"admin plaintext on every address", func(g *Gateway) { g.AdminListen, g.AdminTokenFile = ":9101", "/t" }, "gateway.admin_listen"},
+		{"admin plaintext on a host name", func(g *Gateway) { g.AdminListen, g.AdminTokenFile = "gw1.mgmt:9101", "/t" }, "gateway.admin_listen"},
+		{"admin plaintext on localhost", func(g *Gateway) { g.AdminListen, g.AdminTokenFile = "localhost:9101", "/t" }, ""},
+		{"admin plaintext on ::1", func(g *Gateway) { g.AdminListen, g.AdminTokenFile = "[::1]:9101", "/t" }, ""},
+		{"admin plaintext allowed", func(g *Gateway) {
+			g.AdminListen, g.AdminTokenFile, g.AdminAllowPlaintext = "10.0.0.5:9101", "/t", true
+		}, ""},
+		{"admin TLS on a network", func(g *Gateway) {
+			g.AdminListen, g.AdminTokenFile, g.AdminTLSCert, g.AdminTLSKey = "0.0.0.0:9101", "/t", "/c", "/k"
+		}, ""},
+		{"admin plaintext switch without TCP", func(g *Gateway) { g.AdminAllowPlaintext = true }, "gateway.admin_allow_plaintext: only used with gateway.admin_listen"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := validGateway()
