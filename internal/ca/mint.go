@@ -58,6 +58,14 @@ func (c *CA) PublicKey() ssh.PublicKey { return c.auth.PublicKey() }
 // Kind is where the CA key lives: "file" or "kms".
 func (c *CA) Kind() string { return c.auth.Kind() }
 
+// Close releases what the CA key holds (a KMS client's idle connections),
+// once nothing signs with this CA any more: after a reload, say.
+func (c *CA) Close() {
+	if cl, ok := c.auth.(interface{ Close() }); ok {
+		cl.Close()
+	}
+}
+
 // Login is what one backend certificate is for.
 type Login struct {
 	// Principal is the Unix user on the login node.

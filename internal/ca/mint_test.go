@@ -149,3 +149,21 @@ type errSigner struct {
 
 func (e errSigner) PublicKey() ssh.PublicKey                       { return e.pub }
 func (e errSigner) Sign(io.Reader, []byte) (*ssh.Signature, error) { return nil, e.err }
+
+// Close releases a remote key's resources, and is harmless for a file.
+func TestClose(t *testing.T) {
+	c, _ := newCA(t)
+	c.Close() // a key file: nothing to release
+	k := &closingAuthority{Authority: c.auth}
+	New(k, Options{}).Close()
+	if !k.closed {
+		t.Error("the key was not closed")
+	}
+}
+
+type closingAuthority struct {
+	Authority
+	closed bool
+}
+
+func (c *closingAuthority) Close() { c.closed = true }
