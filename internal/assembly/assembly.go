@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,10 +28,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/admin"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit/s3sink"
+	"github.com/frontdoor-hpc/frontdoor/internal/ca"
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
@@ -176,6 +179,8 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (_ *Gateway, err 
 		return nil, err
 	}
 	a.Registry.MustRegister(a.SSH.Collectors()...)
+	a.Registry.MustRegister(ca.Collectors()...)
+	a.logUserCA(cfg.Gateway.Name)
 	a.Registry.MustRegister(a.statusCollectors()...)
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.refusals = newRecentRefusals(func() map[string]float64 { return refusalTotals(a.Registry) }, a.started)
@@ -512,4 +517,13 @@ func (p peers) Ban(key string, until time.Time, reason string) error {
 		return cl.Ban(key, until, reason)
 	}
 	return nil
+}
+
+// logUserCA says which key login nodes must trust for this gateway's
+// logins: at the start and after a reload that changed it.
+func (a *Gateway) logUserCA(gateway string) {
+	pub, kind := a.SSH.UserCA()
+	a.log.Info("user CA: login nodes must trust this key (TrustedUserCAKeys) for this gateway's logins",
+		"gateway", gateway, "key", kind, "fingerprint", ssh.FingerprintSHA256(pub),
+		"public_key", strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))))
 }

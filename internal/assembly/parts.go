@@ -134,6 +134,9 @@ func load(cfg *config.Config, running *parts, log *slog.Logger) (_ *parts, err e
 		errs = append(errs, err) // located by the gateway (host keys, user CA)
 	}
 	if len(errs) > 0 {
+		if p.gw != nil {
+			p.gw.Discard()
+		}
 		return nil, errors.Join(errs...)
 	}
 	return p, nil

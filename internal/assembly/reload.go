@@ -1,6 +1,7 @@
 package assembly
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -86,6 +87,7 @@ func (a *Gateway) Reload(ctx context.Context) error {
 		if p.dir != running.dir {
 			p.dir.Close()
 		}
+		p.gw.Discard()
 		return &ReloadError{Problems: problems(err)}
 	}
 	a.apply(running, p, next)
@@ -170,7 +172,11 @@ func (a *Gateway) apply(running, p *parts, s *services) {
 	cfg := p.cfg
 	a.Inventory.Reload(cfg.Nodes, p.nodeKeys)
 	a.Router.SetStaleAfter(cfg.Route.StaleAfter)
+	caBefore, _ := a.SSH.UserCA()
 	a.SSH.Apply(p.gw)
+	if caNow, _ := a.SSH.UserCA(); !bytes.Equal(caBefore.Marshal(), caNow.Marshal()) {
+		a.logUserCA(cfg.Gateway.Name)
+	}
 	var file io.WriteCloser // none: the log only
 	if s.auditFile != nil {
 		file = s.auditFile

@@ -48,8 +48,15 @@ func (g *Gateway) Apply(p *Prepared) {
 		pw.checks = make(chan struct{}, gc.MaxPasswordChecks)
 	}
 	g.pw.Store(&pw)
-	g.set.Store(p.set)
+	if prev := g.set.Swap(p.set); prev != nil && prev.ca != p.set.ca {
+		// A connection being set up may still sign with it: Close only
+		// lets a KMS client's idle connections go.
+		prev.ca.Close()
+	}
 }
+
+// Discard releases what p holds when it will not be applied.
+func (p *Prepared) Discard() { p.set.ca.Close() }
 
 // setLimits takes new admission limits; connections admitted stay
 // counted.
