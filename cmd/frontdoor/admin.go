@@ -216,8 +216,18 @@ func statusTable(out io.Writer, st admin.Status) error {
 	case r.OK:
 		fmt.Fprintf(out, "\nlast reload: ok at %s by %s\n", r.At.UTC().Format(time.RFC3339), cmpOr(r.By, "-"))
 	default:
-		fmt.Fprintf(out, "\nlast reload: FAILED at %s by %s (the running configuration is the one before):\n%s\n",
-			r.At.UTC().Format(time.RFC3339), cmpOr(r.By, "-"), r.Error)
+		fmt.Fprintf(out, "\nlast reload: %s at %s by %s (the running configuration is the one before):\n%s\n",
+			strings.ToUpper(cmpOr(r.Result, "failed")), r.At.UTC().Format(time.RFC3339), cmpOr(r.By, "-"), r.Error)
+	}
+	if u := st.LastUpgrade; u != nil {
+		fmt.Fprintf(out, "last upgrade: %s at %s by %s", u.Result, u.At.UTC().Format(time.RFC3339), cmpOr(u.By, "-"))
+		if u.PID != 0 {
+			fmt.Fprintf(out, ", new pid %d", u.PID)
+		}
+		if u.Error != "" {
+			fmt.Fprintf(out, ":\n%s", u.Error)
+		}
+		fmt.Fprintln(out)
 	}
 	fmt.Fprintln(out)
 	return nodesTable(out, st.Nodes, st.Now)

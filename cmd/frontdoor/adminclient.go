@@ -141,15 +141,36 @@ func (a *adminTarget) client() (*http.Client, error) {
 // do sends one request and returns the response body of a 200, or an
 // error that says what to do about it.
 func (a *adminTarget) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	code, b, err := a.send(ctx, method, path, body)
+	if err != nil {
+		return nil, err
+	}
+	status := fmt.Sprintf("%d %s", code, http.StatusText(code))
+	switch code {
+	case http.StatusOK:
+		return b, nil
+	case http.StatusUnauthorized:
+		return nil, fmt.Errorf("admin API %s: %s: %s (an http(s) admin URL needs credentials: --admin-token-file FILE or FRONTDOOR_ADMIN_TOKEN, or --admin-cert/--admin-key; or use the gateway's socket with --admin PATH)",
+			path, status, oneLine(string(b)))
+	case http.StatusForbidden:
+		return nil, fmt.Errorf("admin API %s: %s: %s (a read-only token or certificate may only look; a certificate must be on the gateway's admin_client_names)",
+			path, status, oneLine(string(b)))
+	default:
+		return nil, fmt.Errorf("admin API %s: %s: %s", path, status, oneLine(string(b)))
+	}
+}
+
+// send sends one request and returns the response's status code and body.
+func (a *adminTarget) send(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	u, err := a.base()
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	hc, err := a.client()
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	var rd io.Reader
 	if body != nil {
@@ -157,7 +178,7 @@ func (a *adminTarget) do(ctx context.Context, method, path string, body []byte) 
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String()+path, rd)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -165,7 +186,7 @@ func (a *adminTarget) do(ctx context.Context, method, path string, body []byte) 
 	if !a.socket() {
 		tok, err := a.token()
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		if tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
@@ -173,25 +194,14 @@ func (a *adminTarget) do(ctx context.Context, method, path string, body []byte) 
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, a.explainDialError(err)
+		return 0, nil, a.explainDialError(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return nil, fmt.Errorf("admin API: %w", err)
+		return 0, nil, fmt.Errorf("admin API: %w", err)
 	}
-	switch resp.StatusCode {
-	case http.StatusOK:
-		return b, nil
-	case http.StatusUnauthorized:
-		return nil, fmt.Errorf("admin API %s: %s: %s (an http(s) admin URL needs credentials: --admin-token-file FILE or FRONTDOOR_ADMIN_TOKEN, or --admin-cert/--admin-key; or use the gateway's socket with --admin PATH)",
-			path, resp.Status, oneLine(string(b)))
-	case http.StatusForbidden:
-		return nil, fmt.Errorf("admin API %s: %s: %s (a read-only token or certificate may only look; a certificate must be on the gateway's admin_client_names)",
-			path, resp.Status, oneLine(string(b)))
-	default:
-		return nil, fmt.Errorf("admin API %s: %s: %s", path, resp.Status, oneLine(string(b)))
-	}
+	return resp.StatusCode, b, nil
 }
 
 // explainDialError turns a failed connection into advice.

@@ -4,52 +4,29 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 
-	"github.com/frontdoor-hpc/frontdoor/internal/admin"
 	"github.com/frontdoor-hpc/frontdoor/internal/assembly"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
-	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
+	"github.com/frontdoor-hpc/frontdoor/internal/lifecycle"
 )
 
 func init() {
-	register("gateway", "run the SSH gateway", runGateway)
+	registerOwnSignals("gateway", "run the SSH gateway (SIGHUP reloads, SIGUSR2 upgrades, SIGTERM drains)", runGateway)
 	register("config check", "validate a gateway config file (errors with file:line)", runConfigCheck)
-}
-
-func newLogger(c config.Log) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level))
-	opts := &slog.HandlerOptions{Level: level}
-	if c.Format == "text" {
-		return slog.New(slog.NewTextHandler(os.Stderr, opts))
-	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 }
 
 func runGateway(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
-	path := fs.String("config", config.DefaultPath, "configuration file")
+	o := lifecycle.Options{}
+	fs.StringVar(&o.ConfigPath, "config", config.DefaultPath, "configuration file")
+	fs.StringVar(&o.PIDFile, "pid-file", "", "write the pid of the process serving the gateway here (it changes with each upgrade)")
+	fs.DurationVar(&o.UpgradeTimeout, "upgrade-timeout", lifecycle.DefaultUpgradeTimeout, "how long a new binary has to become ready before the upgrade is given up")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		return err
-	}
-	log := newLogger(cfg.Log)
-	slog.SetDefault(log)
-	gw, err := assembly.Build(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	if err := gw.Listen(); err != nil {
-		gw.Close()
-		return err
-	}
-	return gw.Run(ctx)
+	return lifecycle.Run(ctx, o)
 }
 
 func runConfigCheck(_ context.Context, args []string) error {
@@ -60,19 +37,8 @@ func runConfigCheck(_ context.Context, args []string) error {
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: frontdoor config check FILE", errUsage)
 	}
-	cfg, err := config.Load(fs.Arg(0))
-	if err == nil && cfg.Directory.Kind == "static" {
-		_, err = static.New(cfg.Directory.Static.File)
-	}
-	// The admin API's credentials are files: a token file others may read,
-	// or TLS files that do not load, would stop the gateway at start.
-	if err == nil && cfg.Gateway.AdminListen != "" && cfg.Gateway.AdminTokenFile != "" {
-		_, err = admin.LoadTokenFile(cfg.Gateway.AdminTokenFile)
-	}
-	if err == nil && cfg.Gateway.AdminListen != "" && cfg.Gateway.AdminTLSCert != "" {
-		_, err = admin.TLSConfig(admin.TLSFiles{Cert: cfg.Gateway.AdminTLSCert, Key: cfg.Gateway.AdminTLSKey,
-			ClientCA: cfg.Gateway.AdminClientCA}, false)
-	}
+	// The same check a gateway makes when it starts or reloads.
+	cfg, err := assembly.Check(fs.Arg(0))
 	if err != nil {
 		// One problem per line, each "file:line: key: problem", so an
 		// editor can jump to it.

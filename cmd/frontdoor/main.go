@@ -15,10 +15,12 @@ import (
 )
 
 // command is one subcommand. run gets the arguments after the subcommand
-// name and a context cancelled on SIGINT/SIGTERM.
+// name and a context cancelled on SIGINT/SIGTERM, unless the command
+// handles signals itself (ownSignals: the gateway, whose SIGTERM drains).
 type command struct {
-	summary string
-	run     func(ctx context.Context, args []string) error
+	summary    string
+	run        func(ctx context.Context, args []string) error
+	ownSignals bool
 }
 
 var commands = map[string]command{}
@@ -28,6 +30,14 @@ func register(name, summary string, run func(ctx context.Context, args []string)
 		panic("frontdoor: duplicate subcommand " + name)
 	}
 	commands[name] = command{summary: summary, run: run}
+}
+
+// registerOwnSignals registers a command that handles signals itself.
+func registerOwnSignals(name, summary string, run func(ctx context.Context, args []string) error) {
+	register(name, summary, run)
+	c := commands[name]
+	c.ownSignals = true
+	commands[name] = c
 }
 
 // errUsage marks errors that should be followed by the usage text and exit 2.
@@ -72,7 +82,10 @@ func run(args []string) int {
 		usage()
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.Background(), func() {}
+	if !cmd.ownSignals {
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	}
 	err := cmd.run(ctx, args)
 	stop()
 	switch {

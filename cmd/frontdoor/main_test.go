@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -10,17 +11,57 @@ import (
 	"testing"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/agent"
+	"github.com/frontdoor-hpc/frontdoor/internal/assembly"
+	"github.com/frontdoor-hpc/frontdoor/internal/ca"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 )
 
 // The example configs in configs/ are documentation: they must stay valid.
+// (The files they name are the admin's; TestConfigCheckLoadsFiles checks
+// that config check reads them.)
 func TestExampleConfigsAreValid(t *testing.T) {
 	for _, name := range []string{"gateway.yaml", "gateway-ad.yaml", "gateway-hyperpod.yaml"} {
-		path, err := filepath.Abs("../../configs/" + name)
-		if err != nil {
+		if _, err := config.Load("../../configs/" + name); err != nil {
+			t.Errorf("configs/%s: %v", name, err)
+		}
+	}
+}
+
+// config check loads every file the configuration names, as a start and a
+// reload do, and says which key names a file that is not right.
+func TestConfigCheckLoadsFiles(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("../../configs/gateway.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "gateway.yaml")
+	yml := strings.Replace(string(b), "/var/log/frontdoor/audit.jsonl", filepath.Join(dir, "audit.jsonl"), 1)
+	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	users, _ := os.ReadFile("../../configs/users.yaml")
+	os.WriteFile(filepath.Join(dir, "users.yaml"), users, 0o600)
+	os.WriteFile(filepath.Join(dir, "known_hosts"), nil, 0o600)
+	for _, k := range []string{"ssh_host_ed25519_key", "user_ca"} {
+		if _, err := ca.GenerateKeyFile(filepath.Join(dir, k), ""); err != nil {
 			t.Fatal(err)
 		}
-		if err := runConfigCheck(context.Background(), []string{path}); err != nil {
-			t.Errorf("configs/%s: %v", name, err)
+	}
+	if err := runConfigCheck(context.Background(), []string{path}); err != nil {
+		t.Fatalf("config check with every file there: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "known_hosts"))
+	os.Remove(filepath.Join(dir, "user_ca"))
+	_, err = assembly.Check(path)
+	line := func(key string) int {
+		i := strings.Index(yml, "\n  "+key+":")
+		return strings.Count(yml[:i+1], "\n") + 1
+	}
+	for _, want := range []string{fmt.Sprintf("%s:%d: backend.known_hosts: ", path, line("known_hosts")),
+		fmt.Sprintf("%s:%d: gateway.user_ca_key: ", path, line("user_ca_key"))} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("config check without the file: %v; want %q", err, want)
 		}
 	}
 }

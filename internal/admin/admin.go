@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -84,6 +85,11 @@ type Options struct {
 	// PeerAllowed decides which uids may use the Unix socket; default:
 	// root and this process's own user.
 	PeerAllowed func(uid uint32) bool
+	// Lifecycle, if set, serves /v1/status, /v1/reload and /v1/upgrade
+	// (lifecycle.go).
+	Lifecycle Lifecycle
+	// Listen opens the listeners (default: create them); see ListenFunc.
+	Listen ListenFunc
 }
 
 // Server is the admin HTTP server. One server may serve several
@@ -96,6 +102,7 @@ type Server struct {
 	hosts       hostSet
 	peerAllowed func(uint32) bool
 	certs       certNames
+	tokens      atomic.Pointer[Tokens] // bearer tokens; replaced by a reload
 
 	mu  sync.Mutex // mu protects the following
 	lns []net.Listener
@@ -115,6 +122,7 @@ func New(o Options) *Server {
 	if s.peerAllowed == nil {
 		s.peerAllowed = defaultPeerAllowed
 	}
+	s.tokens.Store(o.Tokens)
 	mux := s.mux
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
@@ -141,6 +149,7 @@ func New(o Options) *Server {
 	if ss, ok := o.Source.(StatusSource); ok {
 		s.statusRoutes(ss)
 	}
+	s.lifecycleRoutes()
 	if o.Pprof {
 		// Profiling, for measuring the relay under real load.
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)

@@ -79,15 +79,19 @@ type Status struct {
 	// LastReload is how the last configuration reload went; absent until
 	// one happened (filled by the process lifecycle code).
 	LastReload *Reload `json:"last_reload,omitempty"`
+	// LastUpgrade is how the last upgrade of this process went; absent
+	// until one was asked for (lifecycle.go).
+	LastUpgrade *Upgrade `json:"last_upgrade,omitempty"`
 }
 
 // Process is one process of this gateway.
 type Process struct {
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
-	// State is "serving" (accepting new connections) or "draining"
-	// (handed its listeners over; serving its sessions until they end or
-	// DrainDeadline).
+	// State is "serving" (accepting new connections), "upgrading" (a new
+	// binary is starting, to take the listeners over) or "draining"
+	// (handed its listeners over, or stopping: serving its sessions until
+	// they end or DrainDeadline).
 	State         string    `json:"state"`
 	Sessions      int       `json:"sessions"`
 	DrainDeadline time.Time `json:"drain_deadline,omitzero"`
@@ -95,8 +99,9 @@ type Process struct {
 
 // Process states.
 const (
-	ProcessServing  = "serving"
-	ProcessDraining = "draining"
+	ProcessServing   = "serving"
+	ProcessUpgrading = "upgrading"
+	ProcessDraining  = "draining"
 )
 
 // GatewayInfo is one gateway of the cluster.
@@ -149,6 +154,10 @@ type ReasonCount struct {
 type Reload struct {
 	At time.Time `json:"at"`
 	OK bool      `json:"ok"`
+	// Result is "ok", "failed" (the configuration or a file it names is
+	// invalid) or "refused" (it changes keys only an upgrade applies, or
+	// the process cannot reload now); nothing changed unless "ok".
+	Result string `json:"result,omitempty"`
 	// By is what asked for it: "SIGHUP", or the admin identity of a
 	// `frontdoor reload`.
 	By string `json:"by,omitempty"`

@@ -132,7 +132,7 @@ func (s *Server) authenticate(r *http.Request) (Identity, error) {
 		if !strings.EqualFold(scheme, "Bearer") || secret == "" {
 			return Identity{}, &authError{http.StatusUnauthorized, "authorization is not a bearer token"}
 		}
-		tok, ok := s.o.Tokens.Lookup(strings.TrimSpace(secret))
+		tok, ok := s.tokens.Load().Lookup(strings.TrimSpace(secret))
 		if !ok {
 			return Identity{}, &authError{http.StatusUnauthorized, "unknown bearer token"}
 		}
@@ -141,7 +141,7 @@ func (s *Server) authenticate(r *http.Request) (Identity, error) {
 	if c, err := r.Cookie(cookieName); err == nil && c.Value != "" {
 		// A browser's token (login.go): it only ever reads, whatever the
 		// token may do elsewhere.
-		tok, ok := s.o.Tokens.Lookup(c.Value)
+		tok, ok := s.tokens.Load().Lookup(c.Value)
 		if !ok {
 			return Identity{}, &authError{http.StatusUnauthorized, "unknown token in the session cookie (log in again)"}
 		}

@@ -53,7 +53,7 @@ func (s *Server) browserSession(w http.ResponseWriter, r *http.Request) bool {
 		fmt.Fprintln(w, "logged out")
 		return true
 	}
-	tok, ok := s.o.Tokens.Lookup(r.URL.Query().Get("token"))
+	tok, ok := s.tokens.Load().Lookup(r.URL.Query().Get("token"))
 	switch {
 	case !ok:
 		s.log.Warn("admin browser login refused", "src", r.RemoteAddr, "reason", "unknown token")

@@ -22,8 +22,12 @@ func Listen(g config.Gateway, o Options) (*Server, error) {
 		}
 		return nil, err
 	}
+	listen := o.Listen
+	if listen == nil {
+		listen = func(_, _ string, create func() (net.Listener, error)) (net.Listener, error) { return create() }
+	}
 	if g.AdminSocketEnabled() {
-		ln, err := ListenUnix(g.AdminSocket)
+		ln, err := listen("unix", g.AdminSocket, func() (net.Listener, error) { return ListenUnix(g.AdminSocket) })
 		if err != nil {
 			return fail(err)
 		}
@@ -43,7 +47,7 @@ func Listen(g config.Gateway, o Options) (*Server, error) {
 			// config validation refuses this; never serve TCP unauthenticated.
 			return fail(errors.New("admin_listen without admin_token_file or admin_client_ca"))
 		}
-		ln, err := net.Listen("tcp", g.AdminListen)
+		ln, err := listen("tcp", g.AdminListen, func() (net.Listener, error) { return net.Listen("tcp", g.AdminListen) })
 		if err != nil {
 			return fail(fmt.Errorf("admin listen: %w", err))
 		}

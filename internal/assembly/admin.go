@@ -34,10 +34,10 @@ func (a *Gateway) Sessions() []admin.Session {
 // routing gives each and the sessions through this gateway.
 func (a *Gateway) Nodes() []admin.NodeInfo {
 	here := a.SSH.SessionsPerNode()
-	weights := a.Config.Route.Weights
+	weights := a.Config().Route.Weights
 	var warnings map[string][]string
-	if a.Cluster != nil {
-		warnings = a.Cluster.NodeWarnings()
+	if cl := a.cluster.Load(); cl != nil {
+		warnings = cl.NodeWarnings()
 	}
 	var out []admin.NodeInfo
 	for _, n := range a.Router.Nodes() {
@@ -65,7 +65,8 @@ var ErrNoCluster = errors.New("this gateway has no gossip cluster (no cluster se
 // Drain sets or clears an admin drain of a node, cluster-wide: no new
 // sessions go there; existing ones are untouched.
 func (a *Gateway) Drain(name string, drain bool, by string) error {
-	if a.Cluster == nil {
+	cl := a.cluster.Load()
+	if cl == nil {
 		return ErrNoCluster
 	}
 	if !node.ValidName(name) {
@@ -76,5 +77,5 @@ func (a *Gateway) Drain(name string, drain bool, by string) error {
 	if drain && !slices.ContainsFunc(a.Router.Nodes(), func(n route.Node) bool { return n.Name == name }) {
 		return fmt.Errorf("no login node named %q is known to this gateway (see frontdoor nodes)", name)
 	}
-	return a.Cluster.Drain(name, drain, by)
+	return cl.Drain(name, drain, by)
 }

@@ -74,7 +74,7 @@ audit:
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Build(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	a, err := Build(context.Background(), cfg, Options{Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package assembly
 
 import (
-	"os"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,13 +13,10 @@ import (
 
 // statusCollectors are the assembly's own metrics.
 func (a *Gateway) statusCollectors() []prometheus.Collector {
-	pid := strconv.Itoa(os.Getpid())
-	started := strconv.FormatInt(a.started.Unix(), 10)
 	return append(a.Reloads.collectors(),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "frontdoor_process_sessions",
-			Help:        "Relayed sessions this gateway process serves, labelled by its pid and start time (Unix seconds): during an upgrade the old process's count falls to 0 as the new one's grows.",
-			ConstLabels: prometheus.Labels{"pid": pid, "start_time": started}},
-			func() float64 { return float64(len(a.SSH.Sessions())) }),
+		&processCollector{a: a, desc: prometheus.NewDesc("frontdoor_process_sessions",
+			"Relayed sessions each process of this gateway serves, labelled by its pid and start time (Unix seconds): during an upgrade the serving process reports the old one too, whose count falls to 0 as the new one's grows.",
+			[]string{"pid", "start_time"}, nil)},
 		&drainCollector{a: a,
 			taking:   prometheus.NewDesc("frontdoor_node_taking_logins", "1 for a login node that new logins may go to now (alive, sshd up, not draining, running), 0 otherwise.", []string{"node"}, nil),
 			draining: prometheus.NewDesc("frontdoor_node_draining", "1 for a login node that takes no new sessions (drained by an admin or its agent).", []string{"node"}, nil),
@@ -54,5 +50,22 @@ func (c *drainCollector) Collect(ch chan<- prometheus.Metric) {
 		if !d.Deadline.IsZero() {
 			ch <- prometheus.MustNewConstMetric(c.deadline, prometheus.GaugeValue, float64(d.Deadline.Unix()), d.Node)
 		}
+	}
+}
+
+// processCollector reports the sessions of each process of the gateway
+// (Reporters.Processes, or this one): after an upgrade only the new
+// process answers scrapes, so it speaks for the old one while it drains.
+type processCollector struct {
+	a    *Gateway
+	desc *prometheus.Desc
+}
+
+func (c *processCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *processCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range c.a.processes() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(p.Sessions),
+			strconv.Itoa(p.PID), strconv.FormatInt(p.Started.Unix(), 10))
 	}
 }

@@ -32,6 +32,8 @@ type Reporters struct {
 	Drains DrainReporter
 	// Processes lists this gateway's processes (default: this one).
 	Processes ProcessReporter
+	// Upgrade tells how the last upgrade went (default: none).
+	Upgrade UpgradeReporter
 }
 
 // ReloadReporter tells the last reload's result; false before the first.
@@ -44,6 +46,11 @@ type DrainReporter interface {
 	Drains() []admin.Drain
 }
 
+// UpgradeReporter tells the last upgrade's result; false before the first.
+type UpgradeReporter interface {
+	LastUpgrade() (admin.Upgrade, bool)
+}
+
 // ProcessReporter lists the processes of this gateway: during an upgrade,
 // the old one still serving its sessions, and the new one.
 type ProcessReporter interface {
@@ -54,13 +61,9 @@ type ProcessReporter interface {
 func (a *Gateway) Status(_ context.Context) admin.Status {
 	now := time.Now()
 	nodes := a.Nodes()
-	st := admin.Status{Gateway: a.Config.Gateway.Name, Now: now, Nodes: nodes, Gateways: a.gateways(),
+	st := admin.Status{Gateway: a.Config().Gateway.Name, Now: now, Nodes: nodes, Gateways: a.gateways(),
 		Drains: a.drains(nodes), Refusals: a.refusals.summary(now)}
-	if p := a.Report.Processes; p != nil {
-		st.Processes = p.Processes()
-	} else {
-		st.Processes = []admin.Process{{PID: os.Getpid(), Started: a.started, State: admin.ProcessServing, Sessions: len(a.SSH.Sessions())}}
-	}
+	st.Processes = a.processes()
 	var rr ReloadReporter = a.Reloads
 	if a.Report.Reload != nil {
 		rr = a.Report.Reload
@@ -68,28 +71,42 @@ func (a *Gateway) Status(_ context.Context) admin.Status {
 	if r, ok := rr.LastReload(); ok {
 		st.LastReload = &r
 	}
+	if u := a.Report.Upgrade; u != nil {
+		if r, ok := u.LastUpgrade(); ok {
+			st.LastUpgrade = &r
+		}
+	}
 	return st
+}
+
+// processes are this gateway's processes: the reporter's, or this one.
+func (a *Gateway) processes() []admin.Process {
+	if p := a.Report.Processes; p != nil {
+		return p.Processes()
+	}
+	return []admin.Process{{PID: os.Getpid(), Started: a.started, State: admin.ProcessServing, Sessions: len(a.SSH.Sessions())}}
 }
 
 // gateways are the cluster's live gateways with the sessions each
 // gossips, or this one alone.
 func (a *Gateway) gateways() []admin.GatewayInfo {
-	if a.Cluster == nil {
-		return []admin.GatewayInfo{{Name: a.Config.Gateway.Name, Sessions: len(a.SSH.Sessions()), Self: true}}
+	cl := a.cluster.Load()
+	if cl == nil {
+		return []admin.GatewayInfo{{Name: a.Config().Gateway.Name, Sessions: len(a.SSH.Sessions()), Self: true}}
 	}
 	sessions := map[string]int{}
-	for _, s := range a.Cluster.Sessions() {
+	for _, s := range cl.Sessions() {
 		sessions[s.Gateway] += s.N
 	}
-	self := a.Cluster.Name()
+	self := cl.Name()
 	var out []admin.GatewayInfo
-	for _, m := range a.Cluster.Members() {
+	for _, m := range cl.Members() {
 		if m.Role == cluster.RoleGateway {
 			out = append(out, admin.GatewayInfo{Name: m.Name, Addr: m.Addr, Sessions: sessions[m.Name], Self: m.Name == self})
 		}
 	}
 	if !slices.ContainsFunc(out, func(g admin.GatewayInfo) bool { return g.Self }) {
-		out = append(out, admin.GatewayInfo{Name: self, Addr: a.Cluster.LocalAddr(), Sessions: sessions[self], Self: true})
+		out = append(out, admin.GatewayInfo{Name: self, Addr: cl.LocalAddr(), Sessions: sessions[self], Self: true})
 	}
 	slices.SortFunc(out, func(x, y admin.GatewayInfo) int { return strings.Compare(x.Name, y.Name) })
 	return out
@@ -138,7 +155,7 @@ type ReloadLog struct {
 func newReloadLog() *ReloadLog {
 	return &ReloadLog{
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_reloads_total",
-			Help: "Configuration reloads by result (ok, failed: the new configuration was invalid and nothing changed)."}, []string{"result"}),
+			Help: "Configuration reloads by result (ok; failed: the new configuration was invalid; refused: it changed keys only an upgrade applies, or the process could not reload then; nothing changed unless ok)."}, []string{"result"}),
 		last: prometheus.NewGauge(prometheus.GaugeOpts{Name: "frontdoor_reload_last_success",
 			Help: "1 if the last configuration reload worked (or none happened), 0 if it failed: the running configuration is not the file's."}),
 		at: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "frontdoor_reload_last_timestamp_seconds",
@@ -151,9 +168,9 @@ func (l *ReloadLog) Record(r admin.Reload) {
 	if r.At.IsZero() {
 		r.At = time.Now()
 	}
-	result := "ok"
-	if !r.OK {
-		result = "failed"
+	result := r.Result
+	if result == "" {
+		result = map[bool]string{true: admin.ResultOK, false: admin.ResultFailed}[r.OK]
 	}
 	l.total.WithLabelValues(result).Inc()
 	l.at.WithLabelValues(result).Set(float64(r.At.UnixMilli()) / 1e3)
@@ -172,7 +189,7 @@ func (l *ReloadLog) LastReload() (admin.Reload, bool) {
 
 func (l *ReloadLog) collectors() []prometheus.Collector {
 	l.last.Set(1) // no reload yet: the configuration is the file's
-	for _, r := range []string{"ok", "failed"} {
+	for _, r := range []string{admin.ResultOK, admin.ResultFailed, admin.ResultRefused} {
 		l.total.WithLabelValues(r) // present at 0, so increase() works from the first
 	}
 	return []prometheus.Collector{l.total, l.last, l.at}

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,9 +153,9 @@ func Open(path string, log *slog.Logger) (*Logger, error) {
 	if path == "" {
 		return New(nil, log, DefaultOptions()), nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := OpenFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("audit file: %w", err)
+		return nil, err
 	}
 	return New(f, log, DefaultOptions()), nil
 }
@@ -173,7 +172,7 @@ func New(w io.Writer, log *slog.Logger, opts Options) *Logger {
 		if c, ok := w.(io.Closer); ok {
 			l.file = c
 		}
-		outs = append(outs, newOutput("file", l.fileWriter(w), l.opts, log, l.metrics))
+		outs = append(outs, newOutput(fileOutput, l.fileWriter(w), l.opts, log, l.metrics))
 	}
 	l.outputs.Store(&outs)
 	return l
@@ -202,15 +201,7 @@ func (l *Logger) fileWriter(w io.Writer) func([]Event) {
 // AddSink makes every event recorded from now on go to s as well, through
 // a queue and writer of its own.
 func (l *Logger) AddSink(s Sink) {
-	name := "sink"
-	if n, ok := s.(Named); ok {
-		name = n.Name()
-	}
-	o := newOutput(name, func(evs []Event) {
-		for _, e := range evs {
-			s.Record(e)
-		}
-	}, l.opts, l.log, l.metrics)
+	o := l.sinkOutput(s)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -219,6 +210,19 @@ func (l *Logger) AddSink(s Sink) {
 	}
 	outs := append(append([]*output{}, *l.outputs.Load()...), o)
 	l.outputs.Store(&outs)
+}
+
+// sinkOutput is s as a destination.
+func (l *Logger) sinkOutput(s Sink) *output {
+	name := "sink"
+	if n, ok := s.(Named); ok {
+		name = n.Name()
+	}
+	return newOutput(name, func(evs []Event) {
+		for _, e := range evs {
+			s.Record(e)
+		}
+	}, l.opts, l.log, l.metrics)
 }
 
 // Collectors are the Logger's metrics, for the caller's registry.

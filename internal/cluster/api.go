@@ -20,12 +20,23 @@ func (c *Cluster) PublishHealth(h Health) error {
 // and refreshes the user's affinity. Call the returned func (once; extra
 // calls are ignored) when the session ends.
 func (c *Cluster) StartSession(user, node string) (end func()) {
-	c.addSession(user, node, +1)
+	c.addSession(user, node, func(n int) int { return n + 1 })
 	var once sync.Once
-	return func() { once.Do(func() { c.addSession(user, node, -1) }) }
+	return func() { once.Do(func() { c.addSession(user, node, func(n int) int { return n - 1 }) }) }
 }
 
-func (c *Cluster) addSession(user, node string, delta int) {
+// SetSessions publishes that this gateway holds n live sessions of user on
+// node (0: none), and refreshes the user's affinity. A gateway that
+// counts its sessions itself (and those it took over from the process it
+// replaced) publishes the count rather than each start and end: a count
+// set again is the same count, whatever order updates arrive in.
+func (c *Cluster) SetSessions(user, node string, n int) {
+	c.addSession(user, node, func(int) int { return n })
+}
+
+// addSession changes the count of user's sessions on node through this
+// gateway to next(current).
+func (c *Cluster) addSession(user, node string, next func(int) int) {
 	key := kindSession + "/" + c.cfg.Name + "/" + node + "/" + user
 	now := c.now()
 	c.mu.Lock()
@@ -33,7 +44,7 @@ func (c *Cluster) addSession(user, node string, delta int) {
 	if e := c.st.live(key); e != nil {
 		v, _ = decode[sessionVal](e)
 	}
-	v.N = max(v.N+delta, 0)
+	v.N = max(next(v.N), 0)
 	var val any = v
 	if v.N == 0 {
 		val = nil

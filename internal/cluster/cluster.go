@@ -127,6 +127,13 @@ type Options struct {
 	// Inventory lists the login nodes a gateway takes health for.
 	// Required on gateways unless the cluster is insecure.
 	Inventory Inventory
+	// Sessions are live sessions a gateway holds from its start: those of
+	// the process it takes over from (an upgrade, which hands the gossip
+	// port and the member name over). They are entered before the ports
+	// are bound, so the first exchange with a peer re-asserts them above
+	// the previous process's versions instead of clearing them as ghosts
+	// of a crash (state.go). Gateway is ignored: they are this member's.
+	Sessions []Session
 }
 
 // Member is one member of the gateways' pool as this gateway sees it.
@@ -237,6 +244,9 @@ func Start(ctx context.Context, cfg Config, opt Options) (*Cluster, error) {
 	}
 	if opt.Role == RoleAgent {
 		c.st.sign = c.signHealth
+	}
+	for _, s := range opt.Sessions {
+		c.SetSessions(s.User, s.Node, s.N)
 	}
 	if opt.Role == RoleGateway && len(cfg.GatewayKeys) > 0 {
 		keys, err := decodeKeys("gateway_keys", cfg.GatewayKeys)

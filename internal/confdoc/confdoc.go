@@ -46,7 +46,14 @@ type File struct {
 	// TopLevel is the heading of the keys that are not in a section (a
 	// file whose root has plain keys, like the agent's).
 	TopLevel string
+	// Fixed are the keys (or whole sections) a running process cannot
+	// take from a reload, with the reason: their rows say so. Each must
+	// name a key of the file.
+	Fixed map[string]string
 }
+
+// FixedNote is what a fixed key's row adds to its description.
+const FixedNote = "Not changed by a reload (%s): `frontdoor upgrade` applies it."
 
 // Docs reads doc comments from the module's source.
 type Docs struct {
@@ -190,6 +197,9 @@ func (d *Docs) Render(header string, files []File) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := markFixed(secs, f.Fixed); err != nil {
+			return nil, err
+		}
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n", f.Title, strings.TrimSpace(f.Intro))
 		for _, s := range secs {
 			title := "`" + s.path + "`"
@@ -210,6 +220,31 @@ func (d *Docs) Render(header string, files []File) ([]byte, error) {
 		}
 	}
 	return b.Bytes(), nil
+}
+
+// markFixed notes on each fixed section and key that a reload does not
+// change it.
+func markFixed(secs []section, fixed map[string]string) error {
+	seen := map[string]bool{}
+	for i := range secs {
+		s := &secs[i]
+		if why, ok := fixed[s.path]; ok && s.path != "" {
+			s.intro += " " + fmt.Sprintf(FixedNote, why)
+			seen[s.path] = true
+		}
+		for j := range s.keys {
+			if why, ok := fixed[s.keys[j].path]; ok {
+				s.keys[j].doc += " " + fmt.Sprintf(FixedNote, why)
+				seen[s.keys[j].path] = true
+			}
+		}
+	}
+	for k := range fixed {
+		if !seen[k] {
+			return fmt.Errorf("confdoc: fixed key %s is no key of the file", k)
+		}
+	}
+	return nil
 }
 
 // sections splits the root into one section per top-level mapping or

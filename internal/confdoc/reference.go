@@ -28,7 +28,9 @@ examples are in ` + "`configs/`" + `.
 - Sections marked optional are off unless the file has them.
 - ` + "`frontdoor config check FILE`" + ` validates a gateway file without starting anything; every
   problem is reported as ` + "`file:line: key: problem`" + `. A running gateway reloads its file on
-  SIGHUP (` + "`frontdoor reload`" + `); a file that does not validate changes nothing.
+  SIGHUP (` + "`frontdoor reload`" + `); a file that does not validate changes nothing, and a file
+  that changes a key marked "not changed by a reload" is refused as a whole: ` + "`frontdoor upgrade`" + `
+  applies those (a new process takes the listening sockets over; open sessions stay).
 - In list and map keys, ` + "`[]`" + ` stands for every element of a list and ` + "`<name>`" + ` for any key
   of a map.
 `
@@ -45,6 +47,7 @@ func Reference(modDir string) ([]byte, error) {
 			Title:    "Gateway configuration",
 			Intro:    "`frontdoor gateway --config /etc/frontdoor/gateway.yaml`; also read by `frontdoor slurm`, `frontdoor usage`, `frontdoor discover` and `frontdoor config check`. Example: `configs/gateway.yaml` (`configs/gateway-ad.yaml` with Active Directory, `configs/gateway-hyperpod.yaml` with HyperPod discovery).",
 			Defaults: config.DefaultConfig(),
+			Fixed:    config.Fixed,
 		},
 		{
 			Title:    "Agent configuration",

@@ -141,6 +141,13 @@ type Gateway struct {
 	// send a PROXY protocol v1/v2 header. Connections from them must carry
 	// one; connections from elsewhere must not. Empty: PROXY protocol off.
 	ProxyProtocolFrom []string `yaml:"proxy_protocol_from"`
+	// DrainTimeout is how long a gateway process that stops taking logins
+	// (its sockets handed to a new binary by `frontdoor upgrade`, or
+	// SIGTERM) keeps relaying the sessions it has. Their users are told at
+	// the start, 10 and 1 minute before the end, and why when it closes
+	// them; the process exits as soon as the last one ends. Keep the
+	// systemd unit's TimeoutStopSec above it.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
 }
 
 // DefaultGateway returns the gateway section's defaults. Name, the three
@@ -159,6 +166,7 @@ func DefaultGateway() Gateway {
 		KexAlgorithms:        DefaultKexAlgorithms(),
 		Ciphers:              DefaultCiphers(),
 		MACs:                 DefaultMACs(),
+		DrainTimeout:         30 * time.Minute,
 	}
 }
 
@@ -210,7 +218,8 @@ func (g Gateway) Validate() error {
 	for _, d := range []struct {
 		key string
 		v   time.Duration
-	}{{"handshake_timeout", g.HandshakeTimeout}, {"auth_timeout", g.AuthTimeout}, {"login_grace_time", g.LoginGraceTime}} {
+	}{{"handshake_timeout", g.HandshakeTimeout}, {"auth_timeout", g.AuthTimeout}, {"login_grace_time", g.LoginGraceTime},
+		{"drain_timeout", g.DrainTimeout}} {
 		if d.v <= 0 {
 			add(d.key, "must be positive")
 		}

@@ -11,7 +11,9 @@
 // as it sees it), auth.go (the authentication callbacks), login.go (a
 // proven login turned into a backend connection), throttle.go (password
 // gates), session.go (what a relayed session gets besides bytes), and
-// gateway.go (accept, hand over, relay).
+// gateway.go (accept, hand over, relay); reload.go (a new configuration
+// for new logins) and drain.go (stop taking logins, tell and end sessions)
+// change a running gateway.
 //
 // The gateway builds nothing it does not own: the directory, the node view
 // (internal/inventory), the other gateways and the audit trail are given to
@@ -70,7 +72,9 @@ type Auditor interface {
 	Record(audit.Event)
 }
 
-// Deps are the parts of a gateway that are built outside it.
+// Deps are the parts of a gateway that are built outside it. Directory,
+// NodeKeys, GPUUsage and Budget follow the configuration: a reload gives
+// new ones (Prepare).
 type Deps struct {
 	Logger    *slog.Logger        // default slog.Default()
 	Directory directory.Directory // required
@@ -93,21 +97,20 @@ type Gateway struct {
 	set atomic.Pointer[settings] // the configuration new connections take
 
 	log      *slog.Logger
-	dir      directory.Directory
 	router   Router
 	peers    Peers // nil without gossip
 	audit    Auditor
-	usage    GPUUsage // nil: banners show no GPU use
-	budget   func(account string) string
 	metrics  *metrics
 	sessions *sessionTable
 	lookups  lookupTimes // recent directory lookup latencies (timing.go)
 
-	// Limits on connections and on the work strangers cause.
-	slots chan struct{} // one per allowed concurrent connection
+	// Limits on connections and on the work strangers cause. A reload
+	// gives new limits (reload.go); slots and pw are replaced whole, and a
+	// connection gives back what it took to the one it took it from.
+	slots atomic.Pointer[chan struct{}] // one per allowed concurrent connection
 	admit *admission
 	spec  *specBudget // node connections before proof
-	pw    *passwordGate
+	pw    atomic.Pointer[passwordGate]
 
 	rndMu sync.Mutex // rndMu protects rnd
 	rnd   *rand.Rand
@@ -119,35 +122,44 @@ type Gateway struct {
 	mu        sync.Mutex // mu protects the following
 	listeners map[net.Listener]struct{}
 	closed    bool
+	draining  bool // StopAccepting: no listener any more, connections go on
 
-	wg sync.WaitGroup // connection handlers
+	serving sync.WaitGroup // Serve loops
+	wg      sync.WaitGroup // connection handlers
 }
 
 // New builds a gateway from its configuration (validated by config.Load).
 func New(cfg *config.Config, d Deps) (*Gateway, error) {
+	if d.Directory == nil || d.NodeKeys == nil {
+		return nil, errors.New("gateway: Directory and NodeKeys are required")
+	}
+	p, err := Prepare(cfg, d)
+	if err != nil {
+		return nil, err
+	}
+	return NewPrepared(p, d)
+}
+
+// NewPrepared builds a gateway from a configuration Prepare loaded with
+// the same d.
+func NewPrepared(p *Prepared, d Deps) (*Gateway, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
 	if d.Directory == nil || d.Router == nil || d.NodeKeys == nil || d.Audit == nil {
 		return nil, errors.New("gateway: Directory, Router, NodeKeys and Audit are required")
 	}
-	set, err := newSettings(cfg, d.NodeKeys)
-	if err != nil {
-		return nil, err
-	}
+	set := p.set
+	cfg := set.cfg
 	if d.NodeKeys.Insecure() {
 		d.Logger.Warn("INSECURE: login node host keys are NOT verified (backend.insecure_ignore_host_keys); anyone on the path can impersonate a login node")
 	}
 	g := &Gateway{
 		log:     d.Logger,
-		dir:     d.Directory,
 		router:  d.Router,
 		peers:   d.Peers,
 		audit:   d.Audit,
-		usage:   d.GPUUsage,
-		budget:  d.Budget,
 		metrics: newMetrics(),
-		slots:   make(chan struct{}, cfg.Gateway.MaxConnections),
 		admit: newAdmission(AdmissionLimits{MaxStartups: cfg.Gateway.MaxStartups, PerSourceMaxStartups: cfg.Gateway.PerSourceMaxStartups,
 			PerSourceRate: cfg.Gateway.PerSourceRate, PerSourceBurst: cfg.Gateway.PerSourceBurst}, time.Now),
 		spec:      newSpecBudget(cfg.Backend.SpeculativeMax, cfg.Backend.SpeculativePerNode),
@@ -160,26 +172,32 @@ func New(cfg *config.Config, d Deps) (*Gateway, error) {
 		elsewhere, bans = d.Peers.SessionsElsewhere, d.Peers
 	}
 	g.sessions = newSessionTable(elsewhere)
-	g.pw = newPasswordGate(d.Directory, bans, cfg.Throttle, cfg.Gateway.MaxPasswordChecks, d.Logger)
+	g.pw.Store(newPasswordGate(d.Directory, bans, cfg.Throttle, cfg.Gateway.MaxPasswordChecks, d.Logger))
+	slots := make(chan struct{}, cfg.Gateway.MaxConnections)
+	g.slots.Store(&slots)
 	g.set.Store(set)
 	g.closing, g.closeCancel = context.WithCancel(context.Background())
 	g.metrics.unauthenticated(g.admit.unauthenticated)
 	return g, nil
 }
 
-// Serve accepts connections on ln until ctx ends or Close is called.
+// Serve accepts connections on ln until ctx ends, StopAccepting or Close
+// is called. The connections it accepted go on until they end or Close.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	g.mu.Lock()
-	if g.closed {
+	if g.closed || g.draining {
 		g.mu.Unlock()
 		return net.ErrClosed
 	}
 	g.listeners[ln] = struct{}{}
+	g.serving.Add(1)
 	g.mu.Unlock()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stopOnClose := context.AfterFunc(g.closing, cancel)
-	defer stopOnClose()
+	defer g.serving.Done()
+	defer func() {
+		g.mu.Lock()
+		delete(g.listeners, ln)
+		g.mu.Unlock()
+	}()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	set := g.set.Load()
@@ -192,7 +210,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		conn, err := ln.Accept()
 		if err != nil {
 			g.mu.Lock()
-			closed := g.closed
+			closed := g.closed || g.draining
 			g.mu.Unlock()
 			if closed || ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
@@ -208,8 +226,9 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		slots := *g.slots.Load()
 		select {
-		case g.slots <- struct{}{}:
+		case slots <- struct{}{}:
 		default:
 			g.metrics.refused.WithLabelValues("max_connections").Inc()
 			conn.Close()
@@ -218,8 +237,8 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
-			defer func() { <-g.slots }()
-			g.handle(ctx, conn)
+			defer func() { <-slots }()
+			g.handle(conn)
 		}()
 	}
 }
@@ -238,8 +257,9 @@ func (g *Gateway) Close() error {
 	return nil
 }
 
-// handle serves one client connection from TCP accept to close.
-func (g *Gateway) handle(ctx context.Context, nc net.Conn) {
+// handle serves one client connection from TCP accept to close; Close
+// ends it early.
+func (g *Gateway) handle(nc net.Conn) {
 	defer nc.Close()
 	set := g.set.Load()
 	g.metrics.connections.Inc()
@@ -259,7 +279,7 @@ func (g *Gateway) handle(ctx context.Context, nc net.Conn) {
 	}
 	c := newConn(g.closing, g, set, nc)
 	defer c.abort()
-	stopLogin := context.AfterFunc(ctx, func() { nc.Close() })
+	stopLogin := context.AfterFunc(g.closing, func() { nc.Close() })
 	var sconn *ssh.ServerConn
 	var chans <-chan ssh.NewChannel
 	var reqs <-chan *ssh.Request
@@ -291,7 +311,7 @@ func (g *Gateway) handle(ctx context.Context, nc net.Conn) {
 		return
 	}
 	nc.SetDeadline(time.Time{})
-	g.relay(ctx, c, sconn, chans, reqs, r)
+	g.relay(c, sconn, chans, reqs, r)
 }
 
 // admitConn takes an admission place for a connection from src.
@@ -308,14 +328,29 @@ func (g *Gateway) admitConn(set *settings, src string) (release func(), refused 
 	return g.admit.admit(key)
 }
 
-func (g *Gateway) relay(ctx context.Context, c *conn, sconn *ssh.ServerConn, chans <-chan ssh.NewChannel, reqs <-chan *ssh.Request, lr *loginResult) {
+func (g *Gateway) relay(c *conn, sconn *ssh.ServerConn, chans <-chan ssh.NewChannel, reqs <-chan *ssh.Request, lr *loginResult) {
 	b := lr.backend
 	cfg := c.set.cfg
 	s := &Session{
 		ID: c.id, User: lr.ident.Name, Node: b.target.Name, Src: c.src, Method: lr.method,
 		Started: time.Now(), stats: &proxy.Stats{},
 	}
+	log := g.log.With("session", s.ID, "user", s.User, "node", s.Node, "src", s.Src)
+	r := &proxy.Relay{
+		Down:              proxy.Side{Conn: sconn, Chans: chans, Reqs: reqs},
+		Up:                proxy.Side{Conn: b.nodeConn, Chans: b.chans, Reqs: b.reqs},
+		Rights:            lr.policy.Rights,
+		Log:               log,
+		Stats:             s.stats,
+		KeepaliveInterval: cfg.Backend.KeepaliveInterval,
+		Env:               sessionEnv(lr.policy, b.target, s.ID),
+		Banner:            sessionBanner(s.User, lr.policy, b.target, c.set.usage, usageWait(cfg), c.set.budget),
+		AllowDirect:       allowDirect(b.target, lr.policy.ForwardTo),
+		IdleTimeout:       lr.policy.IdleTimeout,
+		IdleWarning:       lr.policy.IdleWarning,
+	}
 	s.close = func() { sconn.Close() }
+	s.relay = r
 	if !g.sessions.add(s) {
 		lr.close()
 		sconn.Close()
@@ -325,24 +360,10 @@ func (g *Gateway) relay(ctx context.Context, c *conn, sconn *ssh.ServerConn, cha
 	g.router.SessionStarted(s.User, s.Node)
 	g.metrics.sessions.Inc()
 	g.metrics.sessionsTotal.WithLabelValues(s.Node).Inc()
-	log := g.log.With("session", s.ID, "user", s.User, "node", s.Node, "src", s.Src)
 	g.record(audit.Event{Type: audit.TypeSessionStart, Session: s.ID,
 		User: s.User, Src: s.Src, Node: s.Node, Method: s.Method, Rule: lr.policy.Rule, Result: "ok"})
 
-	r := &proxy.Relay{
-		Down:              proxy.Side{Conn: sconn, Chans: chans, Reqs: reqs},
-		Up:                proxy.Side{Conn: b.nodeConn, Chans: b.chans, Reqs: b.reqs},
-		Rights:            lr.policy.Rights,
-		Log:               log,
-		Stats:             s.stats,
-		KeepaliveInterval: cfg.Backend.KeepaliveInterval,
-		Env:               sessionEnv(lr.policy, b.target, s.ID),
-		Banner:            sessionBanner(s.User, lr.policy, b.target, g.usage, usageWait(cfg), g.budget),
-		AllowDirect:       allowDirect(b.target, lr.policy.ForwardTo),
-		IdleTimeout:       lr.policy.IdleTimeout,
-		IdleWarning:       lr.policy.IdleWarning,
-	}
-	err := r.Run(ctx)
+	err := r.Run(g.closing)
 
 	g.sessions.remove(s.ID)
 	g.router.SessionEnded(s.User, s.Node)
@@ -373,7 +394,7 @@ func (g *Gateway) Explain(ctx context.Context, typed string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ident, err := g.dir.Lookup(ctx, name)
+	ident, err := g.set.Load().dir.Lookup(ctx, name)
 	if err != nil {
 		return "", fmt.Errorf("user %s: %s", login.Sanitize(name), directory.Reason(err))
 	}
@@ -385,7 +406,7 @@ func (g *Gateway) Explain(ctx context.Context, typed string) (string, error) {
 
 func (g *Gateway) identify(ctx context.Context, name string) (directory.Identity, error) {
 	start := time.Now()
-	id, err := g.dir.Lookup(ctx, name)
+	id, err := g.set.Load().dir.Lookup(ctx, name)
 	g.lookups.record(time.Since(start))
 	return id, err
 }
@@ -393,7 +414,7 @@ func (g *Gateway) identify(ctx context.Context, name string) (directory.Identity
 func (g *Gateway) refusalFloor() time.Duration { return g.lookups.floor() }
 
 func (g *Gateway) checkPassword(ctx context.Context, srcKey, account, name, pw string) (directory.Identity, string, error) {
-	return g.pw.check(ctx, srcKey, account, name, pw)
+	return g.pw.Load().check(ctx, srcKey, account, name, pw)
 }
 
 func (g *Gateway) decide(id directory.Identity, explicit, prefer string) (login.Input, login.Outcome) {

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"time"
 
@@ -11,14 +10,16 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/ca"
 	"github.com/frontdoor-hpc/frontdoor/internal/ca/kms"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/internal/login"
 	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
 // settings is everything a connection takes from the configuration,
 // loaded and checked once: a connection keeps the settings it was accepted
-// under for its whole login, so a configuration applied meanwhile never
-// changes a login half-way.
+// under for its whole login, and its session the relay it started with, so
+// a configuration applied meanwhile (reload.go) never changes a login
+// half-way or an open session at all.
 type settings struct {
 	cfg        *config.Config
 	hostKeys   []ssh.Signer   // the gateway's own, shown to clients
@@ -26,13 +27,18 @@ type settings struct {
 	nodeKeys   *node.HostKeys // login nodes' host keys, by name
 	principals login.Principals
 	exempt     []netip.Prefix // admission_exempt
+
+	dir    directory.Directory
+	usage  GPUUsage // nil: banners show no GPU use
+	budget func(account string) string
 }
 
-// newSettings loads the files cfg names (host keys, the user CA).
-func newSettings(cfg *config.Config, nodeKeys *node.HostKeys) (*settings, error) {
+// newSettings loads the files cfg names (host keys, the user CA) and takes
+// the parts of d that follow the configuration.
+func newSettings(cfg *config.Config, d Deps) (*settings, error) {
 	hk, err := ca.LoadHostSigners(cfg.Gateway.HostKeys, cfg.Gateway.HostCertificates)
 	if err != nil {
-		return nil, fmt.Errorf("gateway host keys: %w", err)
+		return nil, cfg.Errorf("gateway.host_keys", "%v", err)
 	}
 	userCA, err := loadUserCA(context.Background(), cfg)
 	if err != nil {
@@ -42,9 +48,12 @@ func newSettings(cfg *config.Config, nodeKeys *node.HostKeys) (*settings, error)
 		cfg:        cfg,
 		hostKeys:   hk,
 		ca:         userCA,
-		nodeKeys:   nodeKeys,
+		nodeKeys:   d.NodeKeys,
 		principals: login.Principals{MinUID: cfg.Backend.MinUID, Deny: cfg.Backend.DenyPrincipals},
 		exempt:     cfg.Gateway.AdmissionExemptPrefixes(),
+		dir:        d.Directory,
+		usage:      d.GPUUsage,
+		budget:     d.Budget,
 	}, nil
 }
 
@@ -59,13 +68,13 @@ func loadUserCA(ctx context.Context, cfg *config.Config) (*ca.CA, error) {
 	if k := cfg.Gateway.UserCAKMS; k != nil {
 		kk, err := kms.Open(ctx, *k, kms.Options{})
 		if err != nil {
-			return nil, fmt.Errorf("gateway user CA: %w", err)
+			return nil, cfg.Errorf("gateway.user_ca_kms", "%v", err)
 		}
 		key = kk
 	} else {
 		s, err := ca.LoadSigner(cfg.Gateway.UserCAKey)
 		if err != nil {
-			return nil, fmt.Errorf("gateway user CA: %w", err)
+			return nil, cfg.Errorf("gateway.user_ca_key", "%v", err)
 		}
 		key = ca.Local(s)
 	}

@@ -23,7 +23,8 @@ type Session struct {
 	Started time.Time `json:"started"`
 
 	stats *proxy.Stats
-	close func()
+	close func()       // ends the connection at once
+	relay *proxy.Relay // notices, and a close that says why (drain.go)
 }
 
 // SessionInfo is a snapshot of a session for the admin API.
@@ -132,6 +133,17 @@ func (t *sessionTable) list() []SessionInfo {
 	}
 	t.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	return out
+}
+
+// all snapshots the live sessions themselves.
+func (t *sessionTable) all() []*Session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*Session, 0, len(t.sessions))
+	for _, s := range t.sessions {
+		out = append(out, s)
+	}
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
@@ -35,9 +36,9 @@ type probeResult struct {
 // agentless merges the cluster's nodes with probed nodes of the inventory
 // that have no fresh health.
 type agentless struct {
-	cl    *cluster.Cluster
+	cl    atomic.Pointer[cluster.Cluster] // replaced when a failed handover is taken back
 	inv   *Inventory
-	stale time.Duration // route.stale_after: older health counts as none
+	stale atomic.Int64 // route.stale_after (a time.Duration): older health counts as none
 	now   func() time.Time
 
 	mu     sync.Mutex // mu protects probed
@@ -45,7 +46,10 @@ type agentless struct {
 }
 
 func newAgentless(cl *cluster.Cluster, inv *Inventory, stale time.Duration) *agentless {
-	return &agentless{cl: cl, inv: inv, stale: stale, now: time.Now, probed: map[string]probeResult{}}
+	a := &agentless{inv: inv, now: time.Now, probed: map[string]probeResult{}}
+	a.cl.Store(cl)
+	a.stale.Store(int64(stale))
+	return a
 }
 
 // withoutHealth lists the inventory nodes no agent speaks for: none sent
@@ -57,7 +61,7 @@ func newAgentless(cl *cluster.Cluster, inv *Inventory, stale time.Duration) *age
 func (a *agentless) withoutHealth(now time.Time) []node.Node {
 	var out []node.Node
 	for _, n := range a.inv.List() {
-		if !a.cl.AgentActiveSince(n.Name, now.Add(-a.stale)) {
+		if !a.cl.Load().AgentActiveSince(n.Name, now.Add(-time.Duration(a.stale.Load()))) {
 			out = append(out, n)
 		}
 	}
@@ -102,7 +106,7 @@ func (a *agentless) probeOnce(ctx context.Context) {
 
 // Nodes is the cluster's view plus the probed agentless nodes.
 func (a *agentless) Nodes() []route.Node {
-	nodes := a.cl.Nodes()
+	nodes := a.cl.Load().Nodes()
 	now := a.now()
 	missing := a.withoutHealth(now)
 	if len(missing) == 0 {
@@ -127,10 +131,10 @@ func (a *agentless) Nodes() []route.Node {
 	defer a.mu.Unlock()
 	for _, m := range missing {
 		p, ok := a.probed[m.Name]
-		if !ok || now.Sub(p.at) > a.stale {
+		if !ok || now.Sub(p.at) > time.Duration(a.stale.Load()) {
 			continue
 		}
-		sessions, users := a.cl.SessionsOn(m.Name)
+		sessions, users := a.cl.Load().SessionsOn(m.Name)
 		n := route.Node{Node: m, Alive: p.up, SSHDUp: p.up, HealthAt: p.at,
 			CPUs: guess, MemAvailFrac: 1, Sessions: sessions, Users: users, NoAgent: true}
 		if i, ok := known[m.Name]; ok {
@@ -145,4 +149,4 @@ func (a *agentless) Nodes() []route.Node {
 	return nodes
 }
 
-func (a *agentless) Affinity(user string) *route.Affinity { return a.cl.Affinity(user) }
+func (a *agentless) Affinity(user string) *route.Affinity { return a.cl.Load().Affinity(user) }

@@ -27,11 +27,16 @@ import (
 // nothing the gateway believes about where a node is. A configured node
 // wins over a discovered one of the same name. Safe for concurrent use.
 type Inventory struct {
-	keys *node.HostKeys
-	log  *slog.Logger
+	log *slog.Logger
+
+	// update serialises the writers (discovery, a reload): each computes
+	// the lists from the other's last input.
+	update sync.Mutex
 
 	mu         sync.RWMutex // mu protects the following
-	static     []node.Node
+	keys       *node.HostKeys
+	static     []node.Node      // configured (written under update too)
+	found      []discovery.Node // discovery's last list (likewise)
 	nodes      map[string]node.Node
 	order      []node.Node       // eligible nodes, sorted by name
 	ineligible map[string]string // discovered, not taking logins: why
@@ -46,11 +51,30 @@ func New(nodes []node.Node, keys *node.HostKeys, log *slog.Logger) *Inventory {
 	return inv
 }
 
+// Reload replaces the configured nodes and the host keys (a configuration
+// reload); the discovered part stays.
+func (inv *Inventory) Reload(nodes []node.Node, keys *node.HostKeys) {
+	inv.update.Lock()
+	defer inv.update.Unlock()
+	inv.mu.Lock()
+	inv.keys = keys
+	inv.mu.Unlock()
+	inv.set(slices.Clone(nodes), inv.found)
+}
+
 // SetDiscovered replaces the discovered part.
 func (inv *Inventory) SetDiscovered(found []discovery.Node) {
-	m := make(map[string]node.Node, len(inv.static)+len(found))
+	inv.update.Lock()
+	defer inv.update.Unlock()
+	inv.set(inv.static, found)
+}
+
+// set computes the lists from the configured and the discovered nodes;
+// update held.
+func (inv *Inventory) set(static []node.Node, found []discovery.Node) {
+	m := make(map[string]node.Node, len(static)+len(found))
 	var order []node.Node
-	for _, n := range inv.static {
+	for _, n := range static {
 		m[n.Name] = n
 		order = append(order, n)
 	}
@@ -73,6 +97,7 @@ func (inv *Inventory) SetDiscovered(found []discovery.Node) {
 	}
 	slices.SortFunc(order, func(a, b node.Node) int { return strings.Compare(a.Name, b.Name) })
 	inv.mu.Lock()
+	inv.static, inv.found = static, found
 	inv.nodes, inv.order, inv.ineligible = m, order, ineligible
 	inv.mu.Unlock()
 }
@@ -102,8 +127,11 @@ func (inv *Inventory) NotTaking() map[string]string {
 
 // CheckHostKey reports whether key is a host key of the node called name.
 func (inv *Inventory) CheckHostKey(name string, key ssh.PublicKey) error {
-	if inv.keys.Insecure() {
+	inv.mu.RLock()
+	keys := inv.keys
+	inv.mu.RUnlock()
+	if keys.Insecure() {
 		return nil
 	}
-	return inv.keys.Check(name, key)
+	return keys.Check(name, key)
 }

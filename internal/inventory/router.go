@@ -13,17 +13,25 @@ import (
 // Router is the gateway's live view of the login nodes and their use: it
 // gathers what the login decision needs (login.View) and records what
 // became of each login. Safe for concurrent use.
+//
+// It also keeps the count of live sessions per user and node (sessions.go)
+// and publishes it where the count matters: to the gossip cluster, to the
+// static view without gossip, or, after an upgrade handed the process's
+// place over, to the process that took it.
 type Router struct {
-	src    nodeSource
-	cl     *cluster.Cluster // nil without gossip
-	static *staticNodes     // without gossip
-	probes *agentless       // with gossip: nodes without an agent
+	static *staticNodes // without gossip
+	probes *agentless   // with gossip: nodes without an agent
 	now    func() time.Time
 
 	mu       sync.Mutex           // mu protects the following
 	fail     map[string]time.Time // node → last node-level failure
 	userFail map[failKey]time.Time
-	ends     map[string][]func() // user/node → cluster session enders
+	// cl is the member counts are published through (nil without
+	// gossip); after a handover, handedTo receives them instead.
+	cl        *cluster.Cluster
+	handedTo  func(user, node string, n int)
+	own       map[sessionKey]int // live sessions relayed by this process
+	inherited map[sessionKey]int // live sessions of the process this one took over from
 }
 
 // failKey is a login failure that concerned one user on one node (the node
@@ -42,15 +50,22 @@ type nodeSource interface {
 // against inv), else over inv's nodes (assumed healthy; load = this
 // gateway's sessions). staleAfter is route.stale_after.
 func NewRouter(inv *Inventory, cl *cluster.Cluster, staleAfter time.Duration) *Router {
-	r := &Router{cl: cl, now: time.Now, fail: map[string]time.Time{}, userFail: map[failKey]time.Time{}, ends: map[string][]func(){}}
+	r := &Router{cl: cl, now: time.Now, fail: map[string]time.Time{}, userFail: map[failKey]time.Time{},
+		own: map[sessionKey]int{}, inherited: map[sessionKey]int{}}
 	if cl != nil {
 		r.probes = newAgentless(cl, inv, staleAfter)
-		r.src = r.probes
 	} else {
 		r.static = newStaticNodes(inv.List, time.Now)
-		r.src = r.static
 	}
 	return r
+}
+
+// src is the node source.
+func (r *Router) src() nodeSource {
+	if r.probes != nil {
+		return r.probes
+	}
+	return r.static
 }
 
 // Run probes the nodes that have no agent until ctx ends (with gossip; a
@@ -61,15 +76,23 @@ func (r *Router) Run(ctx context.Context) {
 	}
 }
 
+// SetStaleAfter takes a new route.stale_after (a reload).
+func (r *Router) SetStaleAfter(d time.Duration) {
+	if r.probes != nil {
+		r.probes.stale.Store(int64(d))
+	}
+}
+
 // Nodes is the current view of the login nodes.
-func (r *Router) Nodes() []route.Node { return r.src.Nodes() }
+func (r *Router) Nodes() []route.Node { return r.src().Nodes() }
 
 // View is a snapshot for the login decision of user ("" for the guess made
 // before the user is known: no affinity, node-level failures only).
 func (r *Router) View(user string) login.View {
-	v := login.View{Nodes: r.src.Nodes()}
+	src := r.src()
+	v := login.View{Nodes: src.Nodes()}
 	if user != "" {
-		v.Affinity = r.src.Affinity(user)
+		v.Affinity = src.Affinity(user)
 	}
 	now := r.now()
 	r.mu.Lock()
@@ -106,41 +129,19 @@ func (r *Router) SessionStarted(user, node string) {
 	r.mu.Lock()
 	delete(r.fail, node)
 	delete(r.userFail, failKey{user, node})
-	r.mu.Unlock()
-	if r.static != nil {
-		r.static.started(user, node)
-		return
+	cl := r.cl
+	if r.handedTo != nil {
+		cl = nil // a login finishing after the handover: routing is the successor's now
 	}
-	r.cl.NoteRouted(node)
-	end := r.cl.StartSession(user, node)
-	r.mu.Lock()
-	r.ends[user+"/"+node] = append(r.ends[user+"/"+node], end)
 	r.mu.Unlock()
+	if cl != nil {
+		cl.NoteRouted(node)
+	}
+	r.count(r.own, user, node, +1)
 }
 
 // SessionEnded records the end of a session SessionStarted recorded.
-func (r *Router) SessionEnded(user, node string) {
-	if r.static != nil {
-		r.static.ended(user, node)
-		return
-	}
-	key := user + "/" + node
-	r.mu.Lock()
-	ends := r.ends[key]
-	var end func()
-	if len(ends) > 0 {
-		end, ends = ends[len(ends)-1], ends[:len(ends)-1]
-	}
-	if len(ends) == 0 {
-		delete(r.ends, key)
-	} else {
-		r.ends[key] = ends
-	}
-	r.mu.Unlock()
-	if end != nil {
-		end()
-	}
-}
+func (r *Router) SessionEnded(user, node string) { r.count(r.own, user, node, -1) }
 
 // maxUserFailures bounds the per-user failure memory; only proven users
 // reach a node, but a gateway must not grow without bound all the same.

@@ -15,26 +15,29 @@ type staticNodes struct {
 	nodes func() []node.Node // the inventory's current list
 	now   func() time.Time
 
-	mu       sync.Mutex                 // mu protects the following
-	sessions map[string]int             // node → live sessions
-	users    map[string]map[string]bool // node → users with live sessions
-	affinity map[string]*route.Affinity // user → last node
+	mu       sync.Mutex         // mu protects the following
+	counts   map[sessionKey]int // live sessions by user and node
+	affinity map[string]*route.Affinity
 }
 
 func newStaticNodes(nodes func() []node.Node, now func() time.Time) *staticNodes {
-	return &staticNodes{nodes: nodes, now: now, sessions: map[string]int{},
-		users: map[string]map[string]bool{}, affinity: map[string]*route.Affinity{}}
+	return &staticNodes{nodes: nodes, now: now, counts: map[sessionKey]int{}, affinity: map[string]*route.Affinity{}}
 }
 
 func (s *staticNodes) Nodes() []route.Node {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	sessions, users := map[string]int{}, map[string]int{}
+	for k, n := range s.counts {
+		sessions[k.node] += n
+		users[k.node]++
+	}
 	nodes := s.nodes()
 	out := make([]route.Node, 0, len(nodes))
 	for _, n := range nodes {
 		out = append(out, route.Node{Node: n, Alive: true, SSHDUp: true,
-			HealthAt: now, CPUs: 1, MemAvailFrac: 1, Sessions: s.sessions[n.Name], Users: len(s.users[n.Name])})
+			HealthAt: now, CPUs: 1, MemAvailFrac: 1, Sessions: sessions[n.Name], Users: users[n.Name]})
 	}
 	return out
 }
@@ -47,37 +50,35 @@ func (s *staticNodes) Affinity(user string) *route.Affinity {
 		return nil
 	}
 	c := *a
+	c.Live = s.counts[sessionKey{user, a.Node}]
 	return &c
 }
 
-func (s *staticNodes) started(user, node string) {
+// set records that user has n live sessions on node; the user's affinity
+// moves there when one starts, and is refreshed when one ends.
+func (s *staticNodes) set(user, node string, n int) {
 	now := s.now()
+	k := sessionKey{user, node}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sessions[node]++
-	if s.users[node] == nil {
-		s.users[node] = map[string]bool{}
+	prev := s.counts[k]
+	if n <= 0 {
+		delete(s.counts, k)
+	} else {
+		s.counts[k] = n
 	}
-	s.users[node][user] = true
 	a := s.affinity[user]
-	if a == nil || a.Node != node {
-		a = &route.Affinity{Node: node}
-		s.affinity[user] = a
-	}
-	a.Live++
-	a.LastSeen = now
-}
-
-func (s *staticNodes) ended(user, node string) {
-	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sessions[node]--; s.sessions[node] <= 0 {
-		delete(s.sessions, node)
-		delete(s.users, node)
-	}
-	if a := s.affinity[user]; a != nil && a.Node == node {
-		a.Live = max(a.Live-1, 0)
+	switch {
+	case n > prev && (a == nil || a.Node != node):
+		s.affinity[user] = &route.Affinity{Node: node, LastSeen: now}
+	case a != nil && a.Node == node:
 		a.LastSeen = now
 	}
+}
+
+// clear forgets every count (affinity stays).
+func (s *staticNodes) clear() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.counts)
 }

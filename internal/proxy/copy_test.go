@@ -2,10 +2,7 @@ package proxy
 
 import (
 	"bytes"
-	"crypto/ed25519"
-	"crypto/rand"
 	"io"
-	"net"
 	"sync/atomic"
 	"testing"
 
@@ -16,42 +13,17 @@ import (
 // x/crypto client and server.
 func channelPair(t *testing.T) (client, server ssh.Channel) {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := &ssh.ServerConfig{NoClientAuth: true}
-	sc.AddHostKey(signer)
-	// TCP on loopback: net.Pipe has no buffer, and both sides of an SSH
-	// handshake write their version first.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c2, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c1, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c1.Close(); c2.Close() })
+	c, s := connPair(t)
+	go ssh.DiscardRequests(c.Reqs)
+	go ssh.DiscardRequests(s.Reqs)
+	go func() {
+		for nc := range c.Chans {
+			nc.Reject(ssh.Prohibited, "no")
+		}
+	}()
 	srv := make(chan ssh.Channel, 1)
 	go func() {
-		_, chans, reqs, err := ssh.NewServerConn(c1, sc)
-		if err != nil {
-			t.Errorf("server: %v", err)
-			close(srv)
-			return
-		}
-		go ssh.DiscardRequests(reqs)
-		nc := <-chans
+		nc := <-s.Chans
 		ch, creqs, err := nc.Accept()
 		if err != nil {
 			t.Errorf("accept: %v", err)
@@ -61,26 +33,16 @@ func channelPair(t *testing.T) (client, server ssh.Channel) {
 		go ssh.DiscardRequests(creqs)
 		srv <- ch
 	}()
-	conn, chans, reqs, err := ssh.NewClientConn(c2, "pipe", &ssh.ClientConfig{User: "u", HostKeyCallback: ssh.InsecureIgnoreHostKey()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ssh.DiscardRequests(reqs)
-	go func() {
-		for nc := range chans {
-			nc.Reject(ssh.Prohibited, "no")
-		}
-	}()
-	ch, creqs, err := conn.OpenChannel(chanSession, nil)
+	ch, creqs, err := c.Conn.OpenChannel(chanSession, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go ssh.DiscardRequests(creqs)
-	s, ok := <-srv
+	sch, ok := <-srv
 	if !ok {
 		t.FailNow()
 	}
-	return ch, s
+	return ch, sch
 }
 
 // TestCopyBoth relays a channel's stdout and stderr with one goroutine

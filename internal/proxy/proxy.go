@@ -55,6 +55,11 @@ type Relay struct {
 	IdleWarning time.Duration
 
 	idle *idleWatch // nil without IdleTimeout
+
+	mu          sync.Mutex // mu protects the following (notice.go)
+	interactive map[ssh.Channel]struct{}
+	stop        func() // closes both sides; set by Run
+	stopped     bool   // Close was called
 }
 
 // Channel types, and the forwarding right each needs.
@@ -94,6 +99,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		r.Down.Conn.Close()
 		r.Up.Conn.Close()
 	})
+	if !r.setStop(closeBoth) {
+		closeBoth() // Close came first
+	}
 	// No goroutine per idle session for these: a side's death shows as its
 	// channel stream closing (x/crypto closes it when the connection
 	// ends), cancellation is a context callback, and keepalives are a
@@ -105,7 +113,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		ka = r.startKeepalive(closeBoth)
 		defer ka.Stop()
 	}
-	r.startIdle(closeBoth)
+	r.startIdle()
 	defer r.idle.stop()
 
 	// One goroutine serves both sides' new channels and global requests;
@@ -445,6 +453,9 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 		}
 	}
 	workers.Wait()
+	if st != nil {
+		r.removeInteractive(down)
+	}
 }
 
 // serial runs functions one after another in the order given, on a

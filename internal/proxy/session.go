@@ -26,7 +26,7 @@ import (
 //     reach through the node.
 //   - IdleTimeout: a connection that relays no data for that long is
 //     closed, after a warning to its interactive sessions IdleWarning
-//     before.
+//     before (a notice, notice.go).
 
 // reqEnv is the session request that sets an environment variable.
 const reqEnv = "env"
@@ -64,7 +64,7 @@ func (r *Relay) beforeStart(st *sessionState, reqType string, up ssh.Channel) {
 				st.down.Write([]byte(strings.ReplaceAll(strings.TrimRight(b, "\n"), "\n", "\r\n") + "\r\n"))
 			}
 		}
-		r.idle.addInteractive(st.down)
+		r.addInteractive(st.down)
 	}
 }
 
@@ -134,26 +134,25 @@ func LocalDestinations(own ...string) func(host string, port uint32) bool {
 type idleWatch struct {
 	r *Relay
 
-	mu          sync.Mutex // mu protects the following
-	t           *time.Timer
-	last        int64     // bytes relayed at the last check
-	lastActive  time.Time // when bytes last changed (as checks saw it)
-	warned      bool
-	stopped     bool
-	interactive []ssh.Channel
+	mu         sync.Mutex // mu protects the following
+	t          *time.Timer
+	last       int64     // bytes relayed at the last check
+	lastActive time.Time // when bytes last changed (as checks saw it)
+	warned     bool
+	stopped    bool
 }
 
 // idleCheckEvery is how often the counters are looked at, at most.
 const idleCheckEvery = 30 * time.Second
 
-func (r *Relay) startIdle(closeBoth func()) {
+func (r *Relay) startIdle() {
 	if r.IdleTimeout <= 0 {
 		return
 	}
 	w := &idleWatch{r: r, lastActive: time.Now()}
 	r.idle = w
 	w.mu.Lock()
-	w.t = time.AfterFunc(w.interval(), func() { w.check(closeBoth) })
+	w.t = time.AfterFunc(w.interval(), w.check)
 	w.mu.Unlock()
 }
 
@@ -165,7 +164,7 @@ func (w *idleWatch) interval() time.Duration {
 	return max(d, 10*time.Millisecond)
 }
 
-func (w *idleWatch) check(closeBoth func()) {
+func (w *idleWatch) check() {
 	now := time.Now()
 	total := w.r.Stats.BytesUp.Load() + w.r.Stats.BytesDown.Load() + w.r.Stats.Channels.Load()
 	w.mu.Lock()
@@ -180,30 +179,16 @@ func (w *idleWatch) check(closeBoth func()) {
 	switch {
 	case idle >= w.r.IdleTimeout:
 		w.r.Log.Info("closing idle session", "reason", "idle timeout", "idle", idle.Round(time.Second))
-		for _, ch := range w.interactive {
-			ch.Stderr().Write([]byte(fmt.Sprintf("\r\nfrontdoor: closing this session: idle for %s\r\n", idle.Round(time.Second))))
-		}
 		w.stopped = true
-		go closeBoth()
+		go w.r.Close(fmt.Sprintf("idle for %s", idle.Round(time.Second)))
 		return
 	case w.r.IdleWarning > 0 && !w.warned && idle >= w.r.IdleTimeout-w.r.IdleWarning:
 		w.warned = true
 		left := (w.r.IdleTimeout - idle).Round(time.Second)
-		for _, ch := range w.interactive {
-			ch.Stderr().Write([]byte(fmt.Sprintf("\r\nfrontdoor: this session has been idle for %s and will be closed in %s unless there is activity\r\n",
-				idle.Round(time.Second), left)))
-		}
+		w.r.Notify(fmt.Sprintf("this session has been idle for %s and will be closed in %s unless there is activity",
+			idle.Round(time.Second), left))
 	}
 	w.t.Reset(w.interval())
-}
-
-func (w *idleWatch) addInteractive(ch ssh.Channel) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	w.interactive = append(w.interactive, ch)
-	w.mu.Unlock()
 }
 
 func (w *idleWatch) stop() {

@@ -297,9 +297,9 @@ func startGateway(ctx context.Context, dir string, o gwOptions) (*adGateway, err
 	}
 	g := &adGateway{Gateway: hg, cfg: hg.Config()}
 	var ok bool
-	if g.dir, ok = hg.Parts().Directory.(*ad.Directory); !ok {
+	if g.dir, ok = hg.Parts().Directory().(*ad.Directory); !ok {
 		hg.Close()
-		return nil, fmt.Errorf("gateway directory is %T, want AD", hg.Parts().Directory)
+		return nil, fmt.Errorf("gateway directory is %T, want AD", hg.Parts().Directory())
 	}
 	return g, nil
 }

@@ -104,6 +104,9 @@ type gw struct {
 	poolAddr   string
 	cfg        string
 	log        string
+	bin        string   // the binary it runs (an upgrade starts what is there then)
+	args       []string // extra flags of `frontdoor gateway`
+	env        []string // added to its environment
 	proc       *proc
 }
 
@@ -156,6 +159,16 @@ type worldOpts struct {
 	// discovered nodes are not listed in the gateways' nodes: they come
 	// from a fake SageMaker API (world.fake), Running, on discoveredPort.
 	discovered []string
+	// ownBinary runs the gateways from a copy of the binary of the
+	// world's own, which a test may replace (an upgrade starts the binary
+	// found at the same path).
+	ownBinary bool
+	// gatewayArgs are extra flags of `frontdoor gateway`.
+	gatewayArgs []string
+	// edit changes both gateways' configurations.
+	edit func(*config.Config)
+	// gatewayEnv is added to the environment of the gateway of that name.
+	gatewayEnv map[string][]string
 }
 
 // discoveredPort is the sshd port of discovered nodes (HyperPod nodes all
@@ -219,10 +232,18 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 	}
 
 	// Gateways: each joins the other, so either can be restarted alone.
+	gwBin := bin
+	if o.ownBinary {
+		gwBin = filepath.Join(dir, "frontdoor")
+		if err := copyFile(bin, gwBin); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := range 2 {
 		g := &gw{name: fmt.Sprintf("gw%d", i+1), sshAddr: freeAddr(t, "127.0.0.1"),
 			admin: filepath.Join(dir, fmt.Sprintf("gw%d", i+1), "admin.sock"), gossipAddr: freeAddr(t, "127.0.0.1"),
-			poolAddr: freeAddr(t, "127.0.0.1")}
+			poolAddr: freeAddr(t, "127.0.0.1"), bin: gwBin, args: o.gatewayArgs}
+		g.env = o.gatewayEnv[g.name]
 		w.gws = append(w.gws, g)
 	}
 	if o.connectTimeout == 0 {
@@ -249,6 +270,15 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 				d.RefreshInterval, d.Jitter, d.SSHPort = time.Second, 0, discoveredPort
 				d.InstanceGroups = []discovery.InstanceGroup{{Name: "login", Pool: "general"}}
 				c.Discovery = &d
+			}
+		}
+		if o.edit != nil {
+			discover := gc.Edit
+			gc.Edit = func(c *config.Config) {
+				if discover != nil {
+					discover(c)
+				}
+				o.edit(c)
 			}
 		}
 		cfg, err := harness.WriteGatewayConfig(gdir, gc)
@@ -340,7 +370,7 @@ func (w *world) clusterSection(name, bindAddr string, port int, join []string) m
 // startGateway starts g's process and waits until its SSH and admin ports
 // answer.
 func (w *world) startGateway(ctx context.Context, g *gw) error {
-	p, err := startProc(g.log, bin, "gateway", "--config", g.cfg)
+	p, err := startProcEnv(g.log, g.env, g.bin, append([]string{"gateway", "--config", g.cfg}, g.args...)...)
 	if err != nil {
 		return err
 	}
@@ -790,6 +820,12 @@ type proc struct {
 }
 
 func startProc(logPath, name string, args ...string) (*proc, error) {
+	return startProcEnv(logPath, nil, name, args...)
+}
+
+// startProcEnv starts name with args, its output to logPath, env added to
+// this process's environment.
+func startProcEnv(logPath string, env []string, name string, args ...string) (*proc, error) {
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -797,6 +833,9 @@ func startProc(logPath, name string, args ...string) (*proc, error) {
 	defer logf.Close()
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	// Never outlive the test binary, even if it is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -253,7 +253,7 @@ func StartGateway(ctx context.Context, o GatewayOptions) (*Gateway, error) {
 		}
 		return nil, err
 	}
-	if g.srv, err = assembly.Build(ctx, cfg, log); err != nil {
+	if g.srv, err = assembly.Build(ctx, cfg, assembly.Options{Log: log}); err != nil {
 		return fail(fmt.Errorf("harness: gateway: %w", err))
 	}
 	if err := g.srv.Listen(); err != nil {
@@ -296,7 +296,7 @@ func (g *Gateway) Parts() *assembly.Gateway { return g.srv }
 func (g *Gateway) Server() *gateway.Gateway { return g.srv.SSH }
 
 // Config is the loaded configuration.
-func (g *Gateway) Config() *config.Config { return g.srv.Config }
+func (g *Gateway) Config() *config.Config { return g.srv.Config() }
 
 // Addr is the gateway's SSH address, 127.0.0.1:PORT.
 func (g *Gateway) Addr() string { return g.srv.Addr().String() }
@@ -314,7 +314,7 @@ func (g *Gateway) HostKey() ssh.PublicKey { return g.hostKey }
 func (g *Gateway) KnownHostsFile() string { return g.knownHosts }
 
 // AuditFile is the gateway's audit file (JSON lines).
-func (g *Gateway) AuditFile() string { return g.srv.Config.Audit.File }
+func (g *Gateway) AuditFile() string { return g.srv.Config().Audit.File }
 
 // Close stops the gateway, ends its sessions and waits for them. Later
 // calls return the first call's result.
