@@ -317,10 +317,16 @@ func writeError(w http.ResponseWriter, code int, typ, msg string) {
 	w.Write(b)
 }
 
-// verifySigV4 parses the Authorization header, checks the credential scope
-// (key, region, service "sagemaker") and recomputes the signature over the
-// headers the client signed.
+// verifySigV4 checks a request's signature with the test credentials
+// for the cluster's region and service "sagemaker".
 func (s *Server) verifySigV4(r *http.Request, body []byte) error {
+	return VerifySigV4(r, body, AccessKeyID, SecretAccessKey, s.Region, "sagemaker")
+}
+
+// VerifySigV4 parses the Authorization header, checks the credential scope
+// (key, region, service) and recomputes the signature over the headers
+// the client signed; every fake AWS endpoint of the tests uses it.
+func VerifySigV4(r *http.Request, body []byte, keyID, secret, region, service string) error {
 	auth := r.Header.Get("Authorization")
 	algo, rest, _ := strings.Cut(auth, " ")
 	if algo != "AWS4-HMAC-SHA256" {
@@ -335,8 +341,8 @@ func (s *Server) verifySigV4(r *http.Request, body []byte) error {
 	if len(scope) != 5 || scope[4] != "aws4_request" {
 		return fmt.Errorf("credential %q: want KEY/DATE/REGION/SERVICE/aws4_request", fields["Credential"])
 	}
-	if scope[0] != AccessKeyID || scope[2] != s.Region || scope[3] != "sagemaker" {
-		return fmt.Errorf("credential scope key=%s region=%s service=%s, want %s/%s/sagemaker", scope[0], scope[2], scope[3], AccessKeyID, s.Region)
+	if scope[0] != keyID || scope[2] != region || scope[3] != service {
+		return fmt.Errorf("credential scope key=%s region=%s service=%s, want %s/%s/%s", scope[0], scope[2], scope[3], keyID, region, service)
 	}
 	when, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
 	if err != nil {
@@ -367,8 +373,8 @@ func (s *Server) verifySigV4(r *http.Request, body []byte) error {
 		}
 	}
 	re.Header.Del("Authorization")
-	creds := aws.Credentials{AccessKeyID: AccessKeyID, SecretAccessKey: SecretAccessKey}
-	if err := v4.NewSigner().SignHTTP(context.Background(), creds, re, hash, "sagemaker", s.Region, when); err != nil {
+	creds := aws.Credentials{AccessKeyID: keyID, SecretAccessKey: secret}
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, re, hash, service, region, when); err != nil {
 		return err
 	}
 	if got := re.Header.Get("Authorization"); got != auth {
