@@ -66,7 +66,7 @@ func TestBillRequestAndMonthBoundary(t *testing.T) {
 		cost(twoBack.AddDate(0, 0, 20), "nlp", "compute", "0.000000001"),
 		cost(twoBack.AddDate(0, 0, 20), "", "login", "2.50"),
 		cost(last.AddDate(0, 0, 2), "shared", "compute", "40"),
-		cost(last.AddDate(0, 0, 9), "vision", "", "-1.25"), // a credit, no role tag
+		cost(last.AddDate(0, 0, 9), "vision", "", "-1.25"),    // a credit, no role tag
 		cost(last.AddDate(0, 0, 10), "nlp", "compute", "500"), // the window's end is excluded
 		costtest.Cost{Day: last.AddDate(0, 0, 3), Cluster: "other-cluster", Account: "nlp", Role: "compute", Unblended: "77"},
 	)
