@@ -135,7 +135,7 @@ func budgetsCall[T any](ctx context.Context, cfg AWSConfig, op string, f func(co
 	if err != nil {
 		var ae smithy.APIError
 		if errors.As(err, &ae) && (ae.ErrorCode() == "AccessDeniedException" || ae.ErrorCode() == "AccessDenied") {
-			return out, fmt.Errorf("aws budgets: %w: %s is not allowed for these credentials (attach deploy/iam-cost-policy.json): %s", ErrAccessDenied, budgetsAction(op), ae.ErrorMessage())
+			return out, fmt.Errorf("aws budgets: %w: %s is not allowed for these credentials (attach deploy/iam-budgets-policy.json): %s", ErrAccessDenied, budgetsAction(op), ae.ErrorMessage())
 		}
 		return out, fmt.Errorf("aws budgets %s: %w", op, err)
 	}

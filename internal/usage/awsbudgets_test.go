@@ -222,7 +222,7 @@ func TestBudgetsPermissions(t *testing.T) {
 	e.f.Deny("CreateBudget", true)
 	cs := e.plan(t)
 	_, err := ApplyBudgets(context.Background(), e.api, e.cfg, cs, e.au, "test")
-	if !errors.Is(err, ErrAccessDenied) || !strings.Contains(err.Error(), "budgets:ModifyBudget") || !strings.Contains(err.Error(), "deploy/iam-cost-policy.json") {
+	if !errors.Is(err, ErrAccessDenied) || !strings.Contains(err.Error(), "budgets:ModifyBudget") || !strings.Contains(err.Error(), "deploy/iam-budgets-policy.json") {
 		t.Errorf("denied: %v", err)
 	}
 	lines := auditLines(t, e.audit)

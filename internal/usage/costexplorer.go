@@ -55,7 +55,8 @@ type CostExplorerAPI interface {
 // Errors a caller may branch on.
 var (
 	// ErrAccessDenied: the credentials may not make the call (the IAM
-	// policy in deploy/iam-cost-policy.json grants what frontdoor needs).
+	// policies deploy/iam-cost-policy.json and deploy/iam-budgets-policy.json
+	// grant what frontdoor needs).
 	ErrAccessDenied = errors.New("access denied")
 	// ErrTagsInactive: a tag is not activated as a cost allocation tag,
 	// so Cost Explorer cannot filter or group by it.
