@@ -50,9 +50,9 @@ type AWSConfig struct {
 	// Timeout bounds one API call, retries included.
 	Timeout time.Duration `yaml:"timeout"`
 	// CacheDir keeps Cost Explorer answers on disk, so a report of the
-	// same window costs no request. Empty: $CACHE_DIRECTORY (systemd's
-	// CacheDirectory=), else the user's cache directory, + /frontdoor.
-	// "off": no disk cache.
+	// same window costs no request. Empty: cost/ in $CACHE_DIRECTORY
+	// (systemd's CacheDirectory=), else frontdoor/cost/ in the user's
+	// cache directory. "off": no disk cache.
 	CacheDir string `yaml:"cache_dir"`
 	// CacheTTL is how long an answer that Cost Explorer marks estimated
 	// (the month is not closed) is reused; a final answer is reused for
