@@ -29,9 +29,9 @@ const budgetsUsage = "frontdoor budgets plan|apply [--config FILE] [-o table|jso
 func runBudgets(ctx context.Context, verb string, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("budgets "+verb, flag.ContinueOnError)
 	path := fs.String("config", config.DefaultPath, "gateway configuration (usage section with aws and budgets; audit)")
-	format := outputFlag(fs, "table", "json")
+	format := outputFlag(fs, tableJSON...)
 	timeout := fs.Duration("timeout", 2*time.Minute, "limit for the whole command")
-	if err := parseFlags(fs, args, budgetsUsage, format, "table", "json"); err != nil {
+	if err := parseFlags(fs, args, budgetsUsage, format, tableJSON...); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {

@@ -146,20 +146,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method != http.MethodPost || r.URL.Path != "/":
 		s.problem("%s %s: want POST /", r.Method, r.URL.Path)
-		writeError(w, 404, "UnknownOperationException", "not found")
+		WriteError(w, 404, "UnknownOperationException", "not found")
 		return
 	case !ok:
 		s.problem("X-Amz-Target %q: want SageMaker.<Operation>", target)
-		writeError(w, 400, "UnknownOperationException", "no target")
+		WriteError(w, 400, "UnknownOperationException", "no target")
 		return
 	case r.Header.Get("Content-Type") != "application/x-amz-json-1.1":
 		s.problem("%s: Content-Type %q, want application/x-amz-json-1.1", op, r.Header.Get("Content-Type"))
-		writeError(w, 400, "SerializationException", "bad content type")
+		WriteError(w, 400, "SerializationException", "bad content type")
 		return
 	}
 	if err := s.verifySigV4(r, body); err != nil {
 		s.problem("%s: SigV4: %v", op, err)
-		writeError(w, 403, "InvalidSignatureException", err.Error())
+		WriteError(w, 403, "InvalidSignatureException", err.Error())
 		return
 	}
 	s.mu.Lock()
@@ -171,10 +171,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	switch {
 	case failing:
-		writeError(w, 500, "InternalFailure", "fake outage")
+		WriteError(w, 500, "InternalFailure", "fake outage")
 		return
 	case throttled:
-		writeError(w, 400, "ThrottlingException", "Rate exceeded")
+		WriteError(w, 400, "ThrottlingException", "Rate exceeded")
 		return
 	}
 	switch op {
@@ -184,7 +184,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.describeClusterNode(w, body)
 	default:
 		s.problem("unexpected operation %s", op)
-		writeError(w, 400, "UnknownOperationException", op)
+		WriteError(w, 400, "UnknownOperationException", op)
 	}
 }
 
@@ -199,11 +199,11 @@ func (s *Server) listClusterNodes(w http.ResponseWriter, body []byte) {
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
 		s.problem("ListClusterNodes body: %v", err)
-		writeError(w, 400, "SerializationException", err.Error())
+		WriteError(w, 400, "SerializationException", err.Error())
 		return
 	}
 	if !s.clusterOK(in.ClusterName) {
-		writeError(w, 400, "ResourceNotFound", "Cluster "+in.ClusterName+" not found")
+		WriteError(w, 400, "ResourceNotFound", "Cluster "+in.ClusterName+" not found")
 		return
 	}
 	s.mu.Lock()
@@ -228,7 +228,7 @@ func (s *Server) listClusterNodes(w http.ResponseWriter, body []byte) {
 	if in.NextToken != nil {
 		v, err := strconv.Atoi(strings.TrimPrefix(*in.NextToken, "page-"))
 		if err != nil || v < 0 {
-			writeError(w, 400, "ValidationException", "invalid NextToken")
+			WriteError(w, 400, "ValidationException", "invalid NextToken")
 			return
 		}
 		start = min(v, len(match))
@@ -246,18 +246,18 @@ func (s *Server) listClusterNodes(w http.ResponseWriter, body []byte) {
 	if end < len(match) {
 		out["NextToken"] = "page-" + strconv.Itoa(end)
 	}
-	writeJSON(w, out)
+	WriteJSON(w, out)
 }
 
 func (s *Server) describeClusterNode(w http.ResponseWriter, body []byte) {
 	var in struct{ ClusterName, NodeId string }
 	if err := json.Unmarshal(body, &in); err != nil {
 		s.problem("DescribeClusterNode body: %v", err)
-		writeError(w, 400, "SerializationException", err.Error())
+		WriteError(w, 400, "SerializationException", err.Error())
 		return
 	}
 	if !s.clusterOK(in.ClusterName) {
-		writeError(w, 400, "ResourceNotFound", "Cluster "+in.ClusterName+" not found")
+		WriteError(w, 400, "ResourceNotFound", "Cluster "+in.ClusterName+" not found")
 		return
 	}
 	s.mu.Lock()
@@ -280,10 +280,10 @@ func (s *Server) describeClusterNode(w http.ResponseWriter, body []byte) {
 		if n.Hostname != "" {
 			d["PrivateDnsHostname"] = n.Hostname
 		}
-		writeJSON(w, map[string]any{"NodeDetails": d})
+		WriteJSON(w, map[string]any{"NodeDetails": d})
 		return
 	}
-	writeError(w, 400, "ResourceNotFound", "Node "+in.NodeId+" not found")
+	WriteError(w, 400, "ResourceNotFound", "Node "+in.NodeId+" not found")
 }
 
 func launch(n Node) time.Time {
@@ -301,15 +301,16 @@ func status(n Node) map[string]any {
 	return st
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
+// WriteJSON answers like AWS JSON services (awsJson1.1).
+func WriteJSON(w http.ResponseWriter, v any) {
 	b, _ := json.Marshal(v)
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	w.Header().Set("x-amzn-RequestId", "00000000-0000-0000-0000-000000000000")
 	w.Write(b)
 }
 
-// writeError answers like AWS JSON services: the error code in "__type".
-func writeError(w http.ResponseWriter, code int, typ, msg string) {
+// WriteError answers like AWS JSON services: the error code in "__type".
+func WriteError(w http.ResponseWriter, code int, typ, msg string) {
 	b, _ := json.Marshal(map[string]string{"__type": typ, "message": msg})
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	w.Header().Set("x-amzn-RequestId", "00000000-0000-0000-0000-000000000000")

@@ -3,10 +3,13 @@ package costtest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/discovery/discoverytest"
 )
 
 // BudgetInfo is what the fake holds of a budget, for tests to check.
@@ -53,7 +56,11 @@ func (s *Server) Budget(name string) (BudgetInfo, bool) {
 }
 
 // Budgets returns the names of every budget.
-func (s *Server) Budgets() []string { s.mu.Lock(); defer s.mu.Unlock(); return sortedKeys(s.budgets) }
+func (s *Server) Budgets() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.budgets))
+}
 
 // PutBudget adds a budget as someone else made it (the console, another
 // tool): a raw Budget object, its tags, no notifications.
@@ -88,11 +95,11 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
 		s.problem("%s body: %v", op, err)
-		writeError(w, 400, "SerializationException", err.Error())
+		discoverytest.WriteError(w, 400, "SerializationException", err.Error())
 		return
 	}
 	if op != "ListTagsForResource" && in.AccountId != AccountID {
-		writeError(w, 400, "InvalidParameterException", fmt.Sprintf("AccountId %q is not this account", in.AccountId))
+		discoverytest.WriteError(w, 400, "InvalidParameterException", fmt.Sprintf("AccountId %q is not this account", in.AccountId))
 		return
 	}
 	if in.MaxResults != nil && (*in.MaxResults < 1 || *in.MaxResults > 100) {
@@ -102,7 +109,7 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 	defer s.mu.Unlock()
 	b := s.budgets[in.BudgetName]
 	notFound := func() {
-		writeError(w, 400, "NotFoundException", "Unable to get budget: "+in.BudgetName+" - the budget doesn't exist.")
+		discoverytest.WriteError(w, 400, "NotFoundException", "Unable to get budget: "+in.BudgetName+" - the budget doesn't exist.")
 	}
 	findNotif := func() *notification {
 		if b == nil || in.Notification == nil {
@@ -117,7 +124,7 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 	}
 	switch op {
 	case "DescribeBudgets":
-		names := sortedKeys(s.budgets)
+		names := slices.Sorted(maps.Keys(s.budgets))
 		from, ok := s.page(w, in.NextToken, len(names))
 		if !ok {
 			return
@@ -142,14 +149,14 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		if to < len(names) {
 			res["NextToken"] = "page-" + strconv.Itoa(to)
 		}
-		writeJSON(w, res)
+		discoverytest.WriteJSON(w, res)
 	case "CreateBudget":
 		name, ok := s.checkBudget(w, in.Budget)
 		if !ok {
 			return
 		}
 		if s.budgets[name] != nil {
-			writeError(w, 400, "DuplicateRecordException", "Error creating budget: "+name+" - the budget already exists.")
+			discoverytest.WriteError(w, 400, "DuplicateRecordException", "Error creating budget: "+name+" - the budget already exists.")
 			return
 		}
 		nb := &budget{raw: in.Budget, name: name, tags: in.ResourceTags}
@@ -160,12 +167,12 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 			nb.notifs = append(nb.notifs, &notification{n: nw.Notification, subs: nw.Subscribers})
 		}
 		if len(nb.notifs) > 5 {
-			writeError(w, 400, "InvalidParameterException", "at most 5 notifications per budget")
+			discoverytest.WriteError(w, 400, "InvalidParameterException", "at most 5 notifications per budget")
 			return
 		}
 		s.budgets[name] = nb
 		s.writes++
-		writeJSON(w, map[string]any{})
+		discoverytest.WriteJSON(w, map[string]any{})
 	case "UpdateBudget":
 		name, ok := s.checkBudget(w, in.NewBudget)
 		if !ok {
@@ -178,7 +185,7 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		}
 		s.budgets[name].raw = in.NewBudget
 		s.writes++
-		writeJSON(w, map[string]any{})
+		discoverytest.WriteJSON(w, map[string]any{})
 	case "DeleteBudget":
 		if b == nil {
 			notFound()
@@ -186,7 +193,7 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		}
 		delete(s.budgets, in.BudgetName)
 		s.writes++
-		writeJSON(w, map[string]any{})
+		discoverytest.WriteJSON(w, map[string]any{})
 	case "DescribeNotificationsForBudget":
 		if b == nil {
 			notFound()
@@ -205,7 +212,7 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		if to < len(b.notifs) {
 			res["NextToken"] = "page-" + strconv.Itoa(to)
 		}
-		writeJSON(w, res)
+		discoverytest.WriteJSON(w, res)
 	case "DescribeSubscribersForNotification":
 		n := findNotif()
 		if n == nil {
@@ -221,7 +228,7 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		if to < len(n.subs) {
 			res["NextToken"] = "page-" + strconv.Itoa(to)
 		}
-		writeJSON(w, res)
+		discoverytest.WriteJSON(w, res)
 	case "CreateNotification":
 		if b == nil {
 			notFound()
@@ -231,16 +238,16 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 			return
 		}
 		if findNotif() != nil {
-			writeError(w, 400, "DuplicateRecordException", "the notification already exists")
+			discoverytest.WriteError(w, 400, "DuplicateRecordException", "the notification already exists")
 			return
 		}
 		if len(b.notifs) >= 5 {
-			writeError(w, 400, "InvalidParameterException", "at most 5 notifications per budget")
+			discoverytest.WriteError(w, 400, "InvalidParameterException", "at most 5 notifications per budget")
 			return
 		}
 		b.notifs = append(b.notifs, &notification{n: *in.Notification, subs: in.Subscribers})
 		s.writes++
-		writeJSON(w, map[string]any{})
+		discoverytest.WriteJSON(w, map[string]any{})
 	case "DeleteNotification":
 		n := findNotif()
 		if n == nil {
@@ -249,7 +256,7 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		}
 		b.notifs = slices.DeleteFunc(b.notifs, func(x *notification) bool { return x == n })
 		s.writes++
-		writeJSON(w, map[string]any{})
+		discoverytest.WriteJSON(w, map[string]any{})
 	case "CreateSubscriber", "DeleteSubscriber":
 		n := findNotif()
 		if n == nil || in.Subscriber == nil {
@@ -259,11 +266,11 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		i := slices.IndexFunc(n.subs, func(x Subscriber) bool { return x == *in.Subscriber })
 		switch {
 		case op == "CreateSubscriber" && i >= 0:
-			writeError(w, 400, "DuplicateRecordException", "the subscriber already exists")
+			discoverytest.WriteError(w, 400, "DuplicateRecordException", "the subscriber already exists")
 			return
 		case op == "CreateSubscriber":
 			if len(n.subs) >= 11 {
-				writeError(w, 400, "InvalidParameterException", "at most 11 subscribers per notification")
+				discoverytest.WriteError(w, 400, "InvalidParameterException", "at most 11 subscribers per notification")
 				return
 			}
 			n.subs = append(n.subs, *in.Subscriber)
@@ -272,19 +279,19 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 			return
 		default:
 			if len(n.subs) == 1 {
-				writeError(w, 400, "InvalidParameterException", "a notification needs at least one subscriber")
+				discoverytest.WriteError(w, 400, "InvalidParameterException", "a notification needs at least one subscriber")
 				return
 			}
 			n.subs = slices.Delete(n.subs, i, i+1)
 		}
 		s.writes++
-		writeJSON(w, map[string]any{})
+		discoverytest.WriteJSON(w, map[string]any{})
 	case "ListTagsForResource":
 		prefix := "arn:aws:budgets::" + AccountID + ":budget/"
 		name, ok := strings.CutPrefix(in.ResourceARN, prefix)
 		if !ok {
 			s.problem("ListTagsForResource ARN %q: want %sNAME", in.ResourceARN, prefix)
-			writeError(w, 400, "InvalidParameterException", "bad ARN")
+			discoverytest.WriteError(w, 400, "InvalidParameterException", "bad ARN")
 			return
 		}
 		if s.budgets[name] == nil {
@@ -296,10 +303,10 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		if tags == nil {
 			tags = []Tag{}
 		}
-		writeJSON(w, map[string]any{"ResourceTags": tags})
+		discoverytest.WriteJSON(w, map[string]any{"ResourceTags": tags})
 	default:
 		s.problem("unexpected Budgets operation %s", op)
-		writeError(w, 400, "UnknownOperationException", op)
+		discoverytest.WriteError(w, 400, "UnknownOperationException", op)
 	}
 }
 
@@ -310,7 +317,7 @@ func (s *Server) page(w http.ResponseWriter, token *string, n int) (int, bool) {
 	}
 	v, err := strconv.Atoi(strings.TrimPrefix(*token, "page-"))
 	if err != nil || v < 0 || v > n {
-		writeError(w, 400, "InvalidNextTokenException", "invalid NextToken")
+		discoverytest.WriteError(w, 400, "InvalidNextTokenException", "invalid NextToken")
 		return 0, false
 	}
 	return v, true
@@ -328,19 +335,19 @@ func (s *Server) checkBudget(w http.ResponseWriter, raw map[string]json.RawMessa
 	body, _ := json.Marshal(raw)
 	if err := json.Unmarshal(body, &b); err != nil || b.BudgetName == "" || b.BudgetType == "" || b.TimeUnit == "" {
 		s.problems = append(s.problems, fmt.Sprintf("Budget without name, type or time unit: %s", body))
-		writeError(w, 400, "InvalidParameterException", "BudgetName, BudgetType and TimeUnit are required")
+		discoverytest.WriteError(w, 400, "InvalidParameterException", "BudgetName, BudgetType and TimeUnit are required")
 		return "", false
 	}
 	if strings.ContainsAny(b.BudgetName, ":\\") || len(b.BudgetName) > 100 {
-		writeError(w, 400, "InvalidParameterException", "invalid BudgetName")
+		discoverytest.WriteError(w, 400, "InvalidParameterException", "invalid BudgetName")
 		return "", false
 	}
 	if b.BudgetType == "COST" && (b.BudgetLimit == nil || b.BudgetLimit.Amount == "") {
-		writeError(w, 400, "InvalidParameterException", "a COST budget needs a BudgetLimit")
+		discoverytest.WriteError(w, 400, "InvalidParameterException", "a COST budget needs a BudgetLimit")
 		return "", false
 	}
 	if len(b.CostFilters) > 0 && len(b.FilterExpression) > 0 {
-		writeError(w, 400, "InvalidParameterException", "CostFilters and FilterExpression cannot be used together")
+		discoverytest.WriteError(w, 400, "InvalidParameterException", "CostFilters and FilterExpression cannot be used together")
 		return "", false
 	}
 	return b.BudgetName, true
@@ -350,17 +357,17 @@ func (s *Server) checkBudget(w http.ResponseWriter, raw map[string]json.RawMessa
 func (s *Server) checkNotification(w http.ResponseWriter, n Notification, subs []Subscriber) bool {
 	if (n.NotificationType != "ACTUAL" && n.NotificationType != "FORECASTED") || n.ComparisonOperator == "" || n.Threshold <= 0 {
 		s.problems = append(s.problems, fmt.Sprintf("bad notification %+v", n))
-		writeError(w, 400, "InvalidParameterException", "invalid notification")
+		discoverytest.WriteError(w, 400, "InvalidParameterException", "invalid notification")
 		return false
 	}
 	if len(subs) < 1 || len(subs) > 11 {
-		writeError(w, 400, "InvalidParameterException", "1 to 11 subscribers per notification")
+		discoverytest.WriteError(w, 400, "InvalidParameterException", "1 to 11 subscribers per notification")
 		return false
 	}
 	for _, sub := range subs {
 		if sub.SubscriptionType != "EMAIL" && sub.SubscriptionType != "SNS" {
 			s.problems = append(s.problems, fmt.Sprintf("bad subscriber %+v", sub))
-			writeError(w, 400, "InvalidParameterException", "invalid subscriber")
+			discoverytest.WriteError(w, 400, "InvalidParameterException", "invalid subscriber")
 			return false
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -234,20 +235,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method != http.MethodPost || r.URL.Path != "/":
 		s.problem("%s %s: want POST /", r.Method, r.URL.Path)
-		writeError(w, 404, "UnknownOperationException", "not found")
+		discoverytest.WriteError(w, 404, "UnknownOperationException", "not found")
 		return
 	case !known || op == "":
 		s.problem("X-Amz-Target %q: want AWSInsightsIndexService.<Op> or AWSBudgetServiceGateway.<Op>", r.Header.Get("X-Amz-Target"))
-		writeError(w, 400, "UnknownOperationException", "no target")
+		discoverytest.WriteError(w, 400, "UnknownOperationException", "no target")
 		return
 	case r.Header.Get("Content-Type") != "application/x-amz-json-1.1":
 		s.problem("%s: Content-Type %q, want application/x-amz-json-1.1", op, r.Header.Get("Content-Type"))
-		writeError(w, 400, "SerializationException", "bad content type")
+		discoverytest.WriteError(w, 400, "SerializationException", "bad content type")
 		return
 	}
 	if err := discoverytest.VerifySigV4(r, body, AccessKeyID, SecretAccessKey, s.Region, service); err != nil {
 		s.problem("%s: SigV4: %v", op, err)
-		writeError(w, 403, "InvalidSignatureException", err.Error())
+		discoverytest.WriteError(w, 403, "InvalidSignatureException", err.Error())
 		return
 	}
 	s.mu.Lock()
@@ -255,7 +256,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	denied := s.denied[op]
 	s.mu.Unlock()
 	if denied {
-		writeError(w, 400, "AccessDeniedException", fmt.Sprintf("User: arn:aws:iam::%s:user/test is not authorized to perform: %s:%s", AccountID, service, op))
+		discoverytest.WriteError(w, 400, "AccessDeniedException", fmt.Sprintf("User: arn:aws:iam::%s:user/test is not authorized to perform: %s:%s", AccountID, service, op))
 		return
 	}
 	if service == "ce" {
@@ -273,7 +274,7 @@ func (s *Server) serveCE(w http.ResponseWriter, op string, body []byte) {
 		s.listCostAllocationTags(w, body)
 	default:
 		s.problem("unexpected Cost Explorer operation %s", op)
-		writeError(w, 400, "UnknownOperationException", op)
+		discoverytest.WriteError(w, 400, "UnknownOperationException", op)
 	}
 }
 
@@ -299,7 +300,7 @@ func (s *Server) getCostAndUsage(w http.ResponseWriter, body []byte) {
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
 		s.problem("GetCostAndUsage body: %v", err)
-		writeError(w, 400, "SerializationException", err.Error())
+		discoverytest.WriteError(w, 400, "SerializationException", err.Error())
 		return
 	}
 	req := CERequest{Granularity: in.Granularity, Metrics: in.Metrics}
@@ -308,7 +309,7 @@ func (s *Server) getCostAndUsage(w http.ResponseWriter, body []byte) {
 	}
 	if in.TimePeriod == nil {
 		s.problem("GetCostAndUsage without TimePeriod")
-		writeError(w, 400, "ValidationException", "TimePeriod is required")
+		discoverytest.WriteError(w, 400, "ValidationException", "TimePeriod is required")
 		return
 	}
 	req.Start, req.End = in.TimePeriod.Start, in.TimePeriod.End
@@ -327,33 +328,33 @@ func (s *Server) getCostAndUsage(w http.ResponseWriter, body []byte) {
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	switch {
 	case err1 != nil || err2 != nil || !start.Before(end):
-		writeError(w, 400, "ValidationException", "Start and End must be dates, Start before End")
+		discoverytest.WriteError(w, 400, "ValidationException", "Start and End must be dates, Start before End")
 		return
 	case start.After(today):
-		writeError(w, 400, "ValidationException", "Start date must be equal to or no later than the current date")
+		discoverytest.WriteError(w, 400, "ValidationException", "Start date must be equal to or no later than the current date")
 		return
 	case in.Granularity != "MONTHLY" && in.Granularity != "DAILY":
 		s.problem("GetCostAndUsage Granularity %q", in.Granularity)
-		writeError(w, 400, "ValidationException", "Granularity")
+		discoverytest.WriteError(w, 400, "ValidationException", "Granularity")
 		return
 	case len(in.Metrics) != 1 || (in.Metrics[0] != "UnblendedCost" && in.Metrics[0] != "AmortizedCost"):
 		s.problem("GetCostAndUsage Metrics %v: the fake knows one of UnblendedCost, AmortizedCost", in.Metrics)
-		writeError(w, 400, "ValidationException", "Metrics")
+		discoverytest.WriteError(w, 400, "ValidationException", "Metrics")
 		return
 	case len(in.GroupBy) > 2:
-		writeError(w, 400, "ValidationException", "at most two GroupBy")
+		discoverytest.WriteError(w, 400, "ValidationException", "at most two GroupBy")
 		return
 	}
 	for _, g := range in.GroupBy {
 		if g.Type != "TAG" || g.Key == "" {
 			s.problem("GetCostAndUsage GroupBy %+v: the fake groups by TAG only", g)
-			writeError(w, 400, "ValidationException", "GroupBy")
+			discoverytest.WriteError(w, 400, "ValidationException", "GroupBy")
 			return
 		}
 	}
 	if in.Filter != nil && (in.Filter.Tags == nil || len(in.Filter.Tags.Values) == 0) {
 		s.problem("GetCostAndUsage Filter: the fake filters by one Tags expression")
-		writeError(w, 400, "ValidationException", "Filter")
+		discoverytest.WriteError(w, 400, "ValidationException", "Filter")
 		return
 	}
 	metric := in.Metrics[0]
@@ -427,7 +428,7 @@ func (s *Server) getCostAndUsage(w http.ResponseWriter, body []byte) {
 	if in.NextPageToken != nil {
 		v, err := strconv.Atoi(strings.TrimPrefix(*in.NextPageToken, "page-"))
 		if err != nil || v < 0 || v > len(cells) {
-			writeError(w, 400, "InvalidNextTokenException", "invalid NextPageToken")
+			discoverytest.WriteError(w, 400, "InvalidNextTokenException", "invalid NextPageToken")
 			return
 		}
 		from = v
@@ -452,7 +453,13 @@ func (s *Server) getCostAndUsage(w http.ResponseWriter, body []byte) {
 		if in.Granularity == "DAILY" {
 			pEnd = p.AddDate(0, 0, 1)
 		}
-		ps, pe := maxT(p, start), minT(pEnd, end)
+		ps, pe := p, pEnd
+		if ps.Before(start) {
+			ps = start
+		}
+		if pe.After(end) {
+			pe = end
+		}
 		r := &result{TimePeriod: map[string]string{"Start": ps.Format("2006-01-02"), "End": pe.Format("2006-01-02")},
 			Total: map[string]any{}, Groups: []map[string]any{}, Estimated: pEnd.After(s.openFrom)}
 		byPeriod[p] = r
@@ -484,7 +491,7 @@ func (s *Server) getCostAndUsage(w http.ResponseWriter, body []byte) {
 	if to < len(cells) {
 		out["NextPageToken"] = "page-" + strconv.Itoa(to)
 	}
-	writeJSON(w, out)
+	discoverytest.WriteJSON(w, out)
 }
 
 func (s *Server) listCostAllocationTags(w http.ResponseWriter, body []byte) {
@@ -496,7 +503,7 @@ func (s *Server) listCostAllocationTags(w http.ResponseWriter, body []byte) {
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
 		s.problem("ListCostAllocationTags body: %v", err)
-		writeError(w, 400, "SerializationException", err.Error())
+		discoverytest.WriteError(w, 400, "SerializationException", err.Error())
 		return
 	}
 	if in.MaxResults != nil && (*in.MaxResults < 1 || *in.MaxResults > 1000) {
@@ -505,7 +512,7 @@ func (s *Server) listCostAllocationTags(w http.ResponseWriter, body []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var tags []map[string]string
-	for _, k := range sortedKeys(s.tags) {
+	for _, k := range slices.Sorted(maps.Keys(s.tags)) {
 		if len(in.TagKeys) > 0 && !slices.Contains(in.TagKeys, k) {
 			continue
 		}
@@ -514,44 +521,5 @@ func (s *Server) listCostAllocationTags(w http.ResponseWriter, body []byte) {
 		}
 		tags = append(tags, map[string]string{"TagKey": k, "Type": "UserDefined", "Status": s.tags[k]})
 	}
-	writeJSON(w, map[string]any{"CostAllocationTags": tags})
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func maxT(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func minT(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	b, _ := json.Marshal(v)
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	w.Header().Set("x-amzn-RequestId", "00000000-0000-0000-0000-000000000000")
-	w.Write(b)
-}
-
-// writeError answers like AWS JSON services: the error code in "__type".
-func writeError(w http.ResponseWriter, code int, typ, msg string) {
-	b, _ := json.Marshal(map[string]string{"__type": typ, "Message": msg})
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	w.Header().Set("x-amzn-RequestId", "00000000-0000-0000-0000-000000000000")
-	w.WriteHeader(code)
-	w.Write(b)
+	discoverytest.WriteJSON(w, map[string]any{"CostAllocationTags": tags})
 }
