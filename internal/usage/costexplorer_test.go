@@ -299,3 +299,46 @@ func TestBillDays(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBillCacheFile: a cache file is read from disk another process (or
+// someone) wrote: whatever it holds, loading never panics, and a bill it
+// accepts is for the query asked and sums exactly.
+func FuzzBillCacheFile(f *testing.F) {
+	f.Add([]byte(`{"key":"K","bill":{"metric":"UnblendedCost","currency":"USD","lines":[{"account":"a","role":"compute","amount":"1.5"}]}}`))
+	f.Add([]byte(`{"key":"K","bill":{"metric":"UnblendedCost","currency":"USD","lines":[{"amount":"1/3"}]}}`))
+	f.Add([]byte(`{"key":`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		s := &BillSource{cfg: DefaultAWSConfig(), currency: "USD", cacheDir: dir, now: time.Now}
+		if err := os.WriteFile(filepath.Join(dir, "bill-K.json"), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b, ok := s.load("K")
+		if !ok {
+			return
+		}
+		if b.Metric != "UnblendedCost" || b.Currency != "USD" {
+			t.Fatalf("accepted a bill of another query: %+v", b)
+		}
+		if _, err := b.Total(); err != nil {
+			t.Fatalf("accepted a bill that does not sum: %v", err)
+		}
+	})
+}
+
+// FuzzTagValue: a group key from Cost Explorer is "KEY$VALUE"; anything
+// else is refused, and an accepted value never holds a line break.
+func FuzzTagValue(f *testing.F) {
+	for _, s := range []string{"frontdoor:account$nlp", "frontdoor:account$", "frontdoor:role$compute", "other$x", "frontdoor:account$a\nb"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		v, err := tagValue(key, "frontdoor:account")
+		if err != nil {
+			return
+		}
+		if key != "frontdoor:account$"+v || strings.ContainsAny(v, "\n\r\x00") || len(v) > 256 {
+			t.Fatalf("%q accepted as %q", key, v)
+		}
+	})
+}
