@@ -139,7 +139,7 @@ func kindOf(role string) weightKind {
 // share is one bill split: exact amounts per key, and what was left.
 type share struct {
 	keys    map[string]*big.Rat
-	left    []Unallocated // Amount unset: see leftExact
+	left    []Unallocated // Amount set by rounded, from leftAmt
 	leftAmt []*big.Rat
 }
 
