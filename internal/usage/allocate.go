@@ -176,6 +176,15 @@ func split(lines []BillLine, hoursIn func(k weightKind, account string) map[stri
 		s.left = append(s.left, Unallocated{Account: k.account, Role: k.role, Reason: reason})
 		s.leftAmt = append(s.leftAmt, amt)
 	}
+	// Lines shared by the same hours are pooled first and split once (a
+	// large bill has hundreds of lines and a report a thousand rows).
+	type pool struct {
+		account string // "" = shared by all
+		kind    weightKind
+	}
+	pools := map[pool]*big.Rat{}
+	members := map[pool][]ar{}
+	var poolOrder []pool
 	for _, k := range order {
 		amt := sums[k]
 		kind := kindOf(k.role)
@@ -188,43 +197,54 @@ func split(lines []BillLine, hoursIn func(k weightKind, account string) map[stri
 			give(k.account, amt)
 			continue
 		}
-		var w map[string]float64
-		if shared {
-			w = hoursIn(kind, "")
-		} else {
-			w = hoursIn(kind, k.account)
+		p := pool{kind: kind}
+		if !shared {
+			p.account = k.account
 		}
+		if pools[p] == nil {
+			pools[p] = new(big.Rat)
+			poolOrder = append(poolOrder, p)
+		}
+		pools[p].Add(pools[p], amt)
+		members[p] = append(members[p], k)
+	}
+	for _, p := range poolOrder {
+		w := hoursIn(p.kind, p.account)
 		keys := make([]string, 0, len(w))
+		weights := map[string]*big.Rat{}
 		total := new(big.Rat)
 		for key, h := range w {
 			if r := ratOf(h); r.Sign() > 0 {
 				keys = append(keys, key)
+				weights[key] = r
 				total.Add(total, r)
 			}
 		}
 		if total.Sign() == 0 {
-			switch {
-			case !shared:
-				leave(k, amt, fmt.Sprintf(reasonUnusedAccount, k.account, by))
-			case kind == byLogin:
-				leave(k, amt, ReasonNoLoginHours)
-			default:
-				leave(k, amt, ReasonNoGPUHours)
+			for _, k := range members[p] {
+				switch {
+				case p.account != "":
+					leave(k, sums[k], fmt.Sprintf(reasonUnusedAccount, k.account, by))
+				case p.kind == byLogin:
+					leave(k, sums[k], ReasonNoLoginHours)
+				default:
+					leave(k, sums[k], ReasonNoGPUHours)
+				}
 			}
 			continue
 		}
 		slices.Sort(keys)
+		per := new(big.Rat).Quo(pools[p], total) // the amount per hour
 		for _, key := range keys {
-			x := new(big.Rat).Mul(amt, ratOf(w[key]))
-			give(key, x.Quo(x, total))
+			give(key, new(big.Rat).Mul(per, weights[key]))
 		}
 	}
 	return s, nil
 }
 
-// rounded rounds a share to cents, the keys' and the unallocated parts
-// together, so that they add up to the bill.
-func (s share) rounded() (map[string]Cents, []Unallocated) {
+// rounded rounds a share of bill (its exact total) to cents, the keys' and
+// the unallocated parts together, so that they add up to the bill.
+func (s share) rounded(bill *big.Rat) (map[string]Cents, []Unallocated) {
 	keys := make([]string, 0, len(s.keys))
 	for k := range s.keys {
 		keys = append(keys, k)
@@ -235,7 +255,7 @@ func (s share) rounded() (map[string]Cents, []Unallocated) {
 		parts = append(parts, s.keys[k])
 	}
 	parts = append(parts, s.leftAmt...)
-	cents := roundCents(parts)
+	cents := roundCents(parts, bill)
 	out := map[string]Cents{}
 	for i, k := range keys {
 		out[k] = cents[i]
@@ -276,7 +296,7 @@ func AddActual(r *Report, bill Bill) error {
 	if err != nil {
 		return err
 	}
-	rows, left := s.rounded()
+	rows, left := s.rounded(total)
 	act := &Actual{Metric: bill.Metric, From: bill.From, To: bill.To, Total: Cents(roundHalfAway(new(big.Rat).Mul(total, big.NewRat(100, 1)))),
 		Unallocated: left, Estimated: bill.Estimated, FetchedAt: bill.FetchedAt, Requests: bill.Requests, Cached: bill.Cached}
 	act.Unallocated = slices.DeleteFunc(act.Unallocated, func(u Unallocated) bool { return u.Amount == 0 })
@@ -318,7 +338,7 @@ func AddActual(r *Report, bill Bill) error {
 		if err != nil {
 			return err
 		}
-		byAcct, _ := s.rounded()
+		byAcct, _ := s.rounded(total)
 		for i := range r.Budgets {
 			b := &r.Budgets[i]
 			c := byAcct[b.Account]

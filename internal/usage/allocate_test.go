@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -211,4 +212,33 @@ func FuzzAllocateAddsUp(f *testing.F) {
 			checkAddsUp(t, r, b)
 		}
 	})
+}
+
+// BenchmarkAddActual: a large university month — 600 bill lines (50
+// accounts × 6 roles × 2 periods) shared among 1000 users' jobs.
+func BenchmarkAddActual(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var jobs []slurm.Job
+	for i := range 5000 {
+		s := at(1+rng.IntN(28), rng.IntN(24))
+		jobs = append(jobs, slurm.Job{ID: fmt.Sprint(i), User: fmt.Sprint("u", rng.IntN(1000)), Account: fmt.Sprint("a", rng.IntN(50)),
+			Partition: "h100", State: "COMPLETED", Start: s, End: s.Add(time.Duration(1+rng.IntN(600)) * time.Minute), GPUs: 1 + rng.IntN(8)})
+	}
+	var lines []BillLine
+	for _, start := range []time.Time{nov1, dec1.AddDate(0, 0, -15)} {
+		for a := range 50 {
+			for _, role := range []string{"compute", "login", "storage", "gateway", "audit", ""} {
+				lines = append(lines, BillLine{Start: start, Account: fmt.Sprint("a", a), Role: role, Amount: fmt.Sprintf("%d.%010d", rng.IntN(10000), rng.Int64N(1e10))})
+			}
+		}
+	}
+	base := Aggregate(Input{From: nov1, To: dec1, Now: dec1, By: ByUser, Jobs: jobs, Config: testConfig()})
+	b.ResetTimer()
+	for b.Loop() {
+		r := base
+		r.Rows = slices.Clone(base.Rows)
+		if err := AddActual(&r, novBill(lines...)); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

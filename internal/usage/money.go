@@ -94,17 +94,18 @@ func formatAmount(r *big.Rat) string {
 }
 
 // roundCents rounds exact amounts to cents so that the rounded parts add
-// up to the rounded sum (half away from zero), each part within a cent of
-// its exact value: every part is floored, and the cents still missing go
-// one each to the parts with the largest remainders (ties: the earlier).
-func roundCents(xs []*big.Rat) []Cents {
+// up to their sum rounded (half away from zero), each part within a cent
+// of its exact value: every part is floored, and the cents still missing
+// go one each to the parts with the largest remainders (ties: the
+// earlier). sum must be the parts' exact sum (the caller knows it: the
+// bill; adding a thousand shares with unlike denominators is the slow
+// way to it).
+func roundCents(xs []*big.Rat, sum *big.Rat) []Cents {
 	out := make([]Cents, len(xs))
 	rem := make([]*big.Rat, len(xs))
-	sum := new(big.Rat)
 	var floors int64
 	hundred := big.NewRat(100, 1)
 	for i, x := range xs {
-		sum.Add(sum, x)
 		c := new(big.Rat).Mul(x, hundred)
 		f := floorRat(c)
 		out[i] = Cents(f)

@@ -98,17 +98,17 @@ func TestCents(t *testing.T) {
 // remainders.
 func TestRoundCents(t *testing.T) {
 	third := big.NewRat(1, 3) // 0.333… three times: 1.00 = 0.34 + 0.33 + 0.33
-	got := roundCents([]*big.Rat{third, third, third})
+	got := roundCents([]*big.Rat{third, third, third}, big.NewRat(1, 1))
 	if got[0]+got[1]+got[2] != 100 || got[0] != 34 || got[1] != 33 {
 		t.Errorf("thirds: %v", got)
 	}
 	// 0.005 + 0.005 = 0.01: one of them gets the cent.
 	half := big.NewRat(1, 200)
-	if got := roundCents([]*big.Rat{half, half}); got[0]+got[1] != 1 {
+	if got := roundCents([]*big.Rat{half, half}, big.NewRat(1, 100)); got[0]+got[1] != 1 {
 		t.Errorf("halves: %v", got)
 	}
 	// Negative parts (credits) next to positive ones.
-	got = roundCents([]*big.Rat{big.NewRat(-1001, 300), big.NewRat(2002, 300)}) // -3.336…, 6.673…
+	got = roundCents([]*big.Rat{big.NewRat(-1001, 300), big.NewRat(2002, 300)}, big.NewRat(1001, 300)) // -3.336…, 6.673…
 	if got[0]+got[1] != 334 || got[0] != -333 || got[1] != 667 {
 		t.Errorf("credits: %v", got)
 	}
@@ -121,7 +121,7 @@ func TestRoundCents(t *testing.T) {
 			xs[i] = big.NewRat(rng.Int64N(2_000_000_000)-500_000_000, 1+rng.Int64N(10_000_000))
 			sum.Add(sum, xs[i])
 		}
-		got := roundCents(xs)
+		got := roundCents(xs, new(big.Rat).Set(sum))
 		var tot Cents
 		for i, c := range got {
 			tot += c
