@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/frontdoor-hpc/frontdoor/internal/discovery/discoverytest"
+	"github.com/frontdoor-hpc/frontdoor/internal/awsclient/awsjsontest"
 )
 
 // BudgetInfo is what the fake holds of a budget, for tests to check.
@@ -94,22 +94,22 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		ResourceARN  string
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
-		s.problem("%s body: %v", op, err)
-		discoverytest.WriteError(w, 400, "SerializationException", err.Error())
+		s.Problem("%s body: %v", op, err)
+		awsjsontest.WriteError(w, 400, "SerializationException", err.Error())
 		return
 	}
 	if op != "ListTagsForResource" && in.AccountId != AccountID {
-		discoverytest.WriteError(w, 400, "InvalidParameterException", fmt.Sprintf("AccountId %q is not this account", in.AccountId))
+		awsjsontest.WriteError(w, 400, "InvalidParameterException", fmt.Sprintf("AccountId %q is not this account", in.AccountId))
 		return
 	}
 	if in.MaxResults != nil && (*in.MaxResults < 1 || *in.MaxResults > 100) {
-		s.problem("%s MaxResults %d out of 1..100", op, *in.MaxResults)
+		s.Problem("%s MaxResults %d out of 1..100", op, *in.MaxResults)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := s.budgets[in.BudgetName]
 	notFound := func() {
-		discoverytest.WriteError(w, 400, "NotFoundException", "Unable to get budget: "+in.BudgetName+" - the budget doesn't exist.")
+		awsjsontest.WriteError(w, 400, "NotFoundException", "Unable to get budget: "+in.BudgetName+" - the budget doesn't exist.")
 	}
 	findNotif := func() *notification {
 		if b == nil || in.Notification == nil {
@@ -149,14 +149,14 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		if to < len(names) {
 			res["NextToken"] = "page-" + strconv.Itoa(to)
 		}
-		discoverytest.WriteJSON(w, res)
+		awsjsontest.WriteJSON(w, res)
 	case "CreateBudget":
 		name, ok := s.checkBudget(w, in.Budget)
 		if !ok {
 			return
 		}
 		if s.budgets[name] != nil {
-			discoverytest.WriteError(w, 400, "DuplicateRecordException", "Error creating budget: "+name+" - the budget already exists.")
+			awsjsontest.WriteError(w, 400, "DuplicateRecordException", "Error creating budget: "+name+" - the budget already exists.")
 			return
 		}
 		nb := &budget{raw: in.Budget, name: name, tags: in.ResourceTags}
@@ -167,12 +167,12 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 			nb.notifs = append(nb.notifs, &notification{n: nw.Notification, subs: nw.Subscribers})
 		}
 		if len(nb.notifs) > 5 {
-			discoverytest.WriteError(w, 400, "InvalidParameterException", "at most 5 notifications per budget")
+			awsjsontest.WriteError(w, 400, "InvalidParameterException", "at most 5 notifications per budget")
 			return
 		}
 		s.budgets[name] = nb
 		s.writes++
-		discoverytest.WriteJSON(w, map[string]any{})
+		awsjsontest.WriteJSON(w, map[string]any{})
 	case "UpdateBudget":
 		name, ok := s.checkBudget(w, in.NewBudget)
 		if !ok {
@@ -185,7 +185,7 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		}
 		s.budgets[name].raw = in.NewBudget
 		s.writes++
-		discoverytest.WriteJSON(w, map[string]any{})
+		awsjsontest.WriteJSON(w, map[string]any{})
 	case "DeleteBudget":
 		if b == nil {
 			notFound()
@@ -193,7 +193,7 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		}
 		delete(s.budgets, in.BudgetName)
 		s.writes++
-		discoverytest.WriteJSON(w, map[string]any{})
+		awsjsontest.WriteJSON(w, map[string]any{})
 	case "DescribeNotificationsForBudget":
 		if b == nil {
 			notFound()
@@ -212,7 +212,7 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		if to < len(b.notifs) {
 			res["NextToken"] = "page-" + strconv.Itoa(to)
 		}
-		discoverytest.WriteJSON(w, res)
+		awsjsontest.WriteJSON(w, res)
 	case "DescribeSubscribersForNotification":
 		n := findNotif()
 		if n == nil {
@@ -228,7 +228,7 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		if to < len(n.subs) {
 			res["NextToken"] = "page-" + strconv.Itoa(to)
 		}
-		discoverytest.WriteJSON(w, res)
+		awsjsontest.WriteJSON(w, res)
 	case "CreateNotification":
 		if b == nil {
 			notFound()
@@ -238,16 +238,16 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 			return
 		}
 		if findNotif() != nil {
-			discoverytest.WriteError(w, 400, "DuplicateRecordException", "the notification already exists")
+			awsjsontest.WriteError(w, 400, "DuplicateRecordException", "the notification already exists")
 			return
 		}
 		if len(b.notifs) >= 5 {
-			discoverytest.WriteError(w, 400, "InvalidParameterException", "at most 5 notifications per budget")
+			awsjsontest.WriteError(w, 400, "InvalidParameterException", "at most 5 notifications per budget")
 			return
 		}
 		b.notifs = append(b.notifs, &notification{n: *in.Notification, subs: in.Subscribers})
 		s.writes++
-		discoverytest.WriteJSON(w, map[string]any{})
+		awsjsontest.WriteJSON(w, map[string]any{})
 	case "DeleteNotification":
 		n := findNotif()
 		if n == nil {
@@ -256,7 +256,7 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		}
 		b.notifs = slices.DeleteFunc(b.notifs, func(x *notification) bool { return x == n })
 		s.writes++
-		discoverytest.WriteJSON(w, map[string]any{})
+		awsjsontest.WriteJSON(w, map[string]any{})
 	case "CreateSubscriber", "DeleteSubscriber":
 		n := findNotif()
 		if n == nil || in.Subscriber == nil {
@@ -266,11 +266,11 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		i := slices.IndexFunc(n.subs, func(x Subscriber) bool { return x == *in.Subscriber })
 		switch {
 		case op == "CreateSubscriber" && i >= 0:
-			discoverytest.WriteError(w, 400, "DuplicateRecordException", "the subscriber already exists")
+			awsjsontest.WriteError(w, 400, "DuplicateRecordException", "the subscriber already exists")
 			return
 		case op == "CreateSubscriber":
 			if len(n.subs) >= 11 {
-				discoverytest.WriteError(w, 400, "InvalidParameterException", "at most 11 subscribers per notification")
+				awsjsontest.WriteError(w, 400, "InvalidParameterException", "at most 11 subscribers per notification")
 				return
 			}
 			n.subs = append(n.subs, *in.Subscriber)
@@ -279,19 +279,19 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 			return
 		default:
 			if len(n.subs) == 1 {
-				discoverytest.WriteError(w, 400, "InvalidParameterException", "a notification needs at least one subscriber")
+				awsjsontest.WriteError(w, 400, "InvalidParameterException", "a notification needs at least one subscriber")
 				return
 			}
 			n.subs = slices.Delete(n.subs, i, i+1)
 		}
 		s.writes++
-		discoverytest.WriteJSON(w, map[string]any{})
+		awsjsontest.WriteJSON(w, map[string]any{})
 	case "ListTagsForResource":
 		prefix := "arn:aws:budgets::" + AccountID + ":budget/"
 		name, ok := strings.CutPrefix(in.ResourceARN, prefix)
 		if !ok {
-			s.problem("ListTagsForResource ARN %q: want %sNAME", in.ResourceARN, prefix)
-			discoverytest.WriteError(w, 400, "InvalidParameterException", "bad ARN")
+			s.Problem("ListTagsForResource ARN %q: want %sNAME", in.ResourceARN, prefix)
+			awsjsontest.WriteError(w, 400, "InvalidParameterException", "bad ARN")
 			return
 		}
 		if s.budgets[name] == nil {
@@ -303,10 +303,10 @@ func (s *Server) serveBudgets(w http.ResponseWriter, op string, body []byte) {
 		if tags == nil {
 			tags = []Tag{}
 		}
-		discoverytest.WriteJSON(w, map[string]any{"ResourceTags": tags})
+		awsjsontest.WriteJSON(w, map[string]any{"ResourceTags": tags})
 	default:
-		s.problem("unexpected Budgets operation %s", op)
-		discoverytest.WriteError(w, 400, "UnknownOperationException", op)
+		s.Problem("unexpected Budgets operation %s", op)
+		awsjsontest.WriteError(w, 400, "UnknownOperationException", op)
 	}
 }
 
@@ -317,7 +317,7 @@ func (s *Server) page(w http.ResponseWriter, token *string, n int) (int, bool) {
 	}
 	v, err := strconv.Atoi(strings.TrimPrefix(*token, "page-"))
 	if err != nil || v < 0 || v > n {
-		discoverytest.WriteError(w, 400, "InvalidNextTokenException", "invalid NextToken")
+		awsjsontest.WriteError(w, 400, "InvalidNextTokenException", "invalid NextToken")
 		return 0, false
 	}
 	return v, true
@@ -334,20 +334,20 @@ func (s *Server) checkBudget(w http.ResponseWriter, raw map[string]json.RawMessa
 	}
 	body, _ := json.Marshal(raw)
 	if err := json.Unmarshal(body, &b); err != nil || b.BudgetName == "" || b.BudgetType == "" || b.TimeUnit == "" {
-		s.problems = append(s.problems, fmt.Sprintf("Budget without name, type or time unit: %s", body))
-		discoverytest.WriteError(w, 400, "InvalidParameterException", "BudgetName, BudgetType and TimeUnit are required")
+		s.Problem("Budget without name, type or time unit: %s", body)
+		awsjsontest.WriteError(w, 400, "InvalidParameterException", "BudgetName, BudgetType and TimeUnit are required")
 		return "", false
 	}
 	if strings.ContainsAny(b.BudgetName, ":\\") || len(b.BudgetName) > 100 {
-		discoverytest.WriteError(w, 400, "InvalidParameterException", "invalid BudgetName")
+		awsjsontest.WriteError(w, 400, "InvalidParameterException", "invalid BudgetName")
 		return "", false
 	}
 	if b.BudgetType == "COST" && (b.BudgetLimit == nil || b.BudgetLimit.Amount == "") {
-		discoverytest.WriteError(w, 400, "InvalidParameterException", "a COST budget needs a BudgetLimit")
+		awsjsontest.WriteError(w, 400, "InvalidParameterException", "a COST budget needs a BudgetLimit")
 		return "", false
 	}
 	if len(b.CostFilters) > 0 && len(b.FilterExpression) > 0 {
-		discoverytest.WriteError(w, 400, "InvalidParameterException", "CostFilters and FilterExpression cannot be used together")
+		awsjsontest.WriteError(w, 400, "InvalidParameterException", "CostFilters and FilterExpression cannot be used together")
 		return "", false
 	}
 	return b.BudgetName, true
@@ -356,18 +356,18 @@ func (s *Server) checkBudget(w http.ResponseWriter, raw map[string]json.RawMessa
 // checkNotification checks a notification and its subscribers; mu is held.
 func (s *Server) checkNotification(w http.ResponseWriter, n Notification, subs []Subscriber) bool {
 	if (n.NotificationType != "ACTUAL" && n.NotificationType != "FORECASTED") || n.ComparisonOperator == "" || n.Threshold <= 0 {
-		s.problems = append(s.problems, fmt.Sprintf("bad notification %+v", n))
-		discoverytest.WriteError(w, 400, "InvalidParameterException", "invalid notification")
+		s.Problem("bad notification %+v", n)
+		awsjsontest.WriteError(w, 400, "InvalidParameterException", "invalid notification")
 		return false
 	}
 	if len(subs) < 1 || len(subs) > 11 {
-		discoverytest.WriteError(w, 400, "InvalidParameterException", "1 to 11 subscribers per notification")
+		awsjsontest.WriteError(w, 400, "InvalidParameterException", "1 to 11 subscribers per notification")
 		return false
 	}
 	for _, sub := range subs {
 		if sub.SubscriptionType != "EMAIL" && sub.SubscriptionType != "SNS" {
-			s.problems = append(s.problems, fmt.Sprintf("bad subscriber %+v", sub))
-			discoverytest.WriteError(w, 400, "InvalidParameterException", "invalid subscriber")
+			s.Problem("bad subscriber %+v", sub)
+			awsjsontest.WriteError(w, 400, "InvalidParameterException", "invalid subscriber")
 			return false
 		}
 	}

@@ -19,7 +19,6 @@ package costtest
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"math/big"
 	"net/http"
@@ -32,14 +31,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoor-hpc/frontdoor/internal/discovery/discoverytest"
+	"github.com/frontdoor-hpc/frontdoor/internal/awsclient/awsjsontest"
 )
 
-// Test credentials, the same as discoverytest's: set them in the
-// environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY).
+// Test credentials, the same as every AWS fake's (awsjsontest.Setenv
+// puts them in the environment).
 const (
-	AccessKeyID     = discoverytest.AccessKeyID
-	SecretAccessKey = discoverytest.SecretAccessKey
+	AccessKeyID     = awsjsontest.AccessKeyID
+	SecretAccessKey = awsjsontest.SecretAccessKey
 )
 
 // AccountID is the fake's AWS account: budgets live in it.
@@ -66,6 +65,10 @@ type Server struct {
 	URL    string
 	Region string
 
+	// Record counts requests by operation (Calls) and keeps the protocol
+	// problems seen (Problems).
+	awsjsontest.Record
+
 	srv *httptest.Server
 
 	mu sync.Mutex // mu protects the following
@@ -76,8 +79,6 @@ type Server struct {
 	openFrom  time.Time         // periods from here on are Estimated
 	ceCalls   []CERequest
 	denied    map[string]bool // operation → AccessDeniedException
-	calls     map[string]int  // operation → requests
-	problems  []string
 	budgets   map[string]*budget
 	budgetsPg int
 	writes    int // budget-changing requests answered
@@ -140,7 +141,7 @@ type Tag struct{ Key, Value string }
 func New(region string) *Server {
 	s := &Server{Region: region, pageSize: 100, budgetsPg: 100,
 		tags:   map[string]string{TagCluster: "Active", TagAccount: "Active", TagRole: "Active"},
-		denied: map[string]bool{}, calls: map[string]int{}, budgets: map[string]*budget{},
+		denied: map[string]bool{}, budgets: map[string]*budget{},
 		openFrom: time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1-time.Now().UTC().Day())}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -195,9 +196,6 @@ func (s *Server) SetOpenFrom(t time.Time) { s.mu.Lock(); s.openFrom = t; s.mu.Un
 // IAM permission.
 func (s *Server) Deny(op string, on bool) { s.mu.Lock(); s.denied[op] = on; s.mu.Unlock() }
 
-// Calls returns how many requests op received.
-func (s *Server) Calls(op string) int { s.mu.Lock(); defer s.mu.Unlock(); return s.calls[op] }
-
 // CERequests returns the GetCostAndUsage requests received.
 func (s *Server) CERequests() []CERequest {
 	s.mu.Lock()
@@ -208,58 +206,29 @@ func (s *Server) CERequests() []CERequest {
 // Writes returns how many budget-changing requests succeeded.
 func (s *Server) Writes() int { s.mu.Lock(); defer s.mu.Unlock(); return s.writes }
 
-// Problems returns the protocol violations seen.
-func (s *Server) Problems() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.problems)
-}
-
-func (s *Server) problem(format string, args ...any) {
-	s.mu.Lock()
-	s.problems = append(s.problems, fmt.Sprintf(format, args...))
-	s.mu.Unlock()
-}
-
-// services by X-Amz-Target prefix: the SigV4 service name of each.
-var services = map[string]string{"AWSInsightsIndexService": "ce", "AWSBudgetServiceGateway": "budgets"}
+// The two services the fake speaks, by X-Amz-Target prefix.
+const (
+	targetCE      = "AWSInsightsIndexService"
+	targetBudgets = "AWSBudgetServiceGateway"
+)
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		s.problem("read body: %v", err)
-		return
+	svc := awsjsontest.Service{TargetPrefix: targetCE, SigningName: "ce", Region: s.Region}
+	if strings.HasPrefix(r.Header.Get("X-Amz-Target"), targetBudgets+".") {
+		svc = awsjsontest.Service{TargetPrefix: targetBudgets, SigningName: "budgets", Region: s.Region}
 	}
-	prefix, op, _ := strings.Cut(r.Header.Get("X-Amz-Target"), ".")
-	service, known := services[prefix]
-	switch {
-	case r.Method != http.MethodPost || r.URL.Path != "/":
-		s.problem("%s %s: want POST /", r.Method, r.URL.Path)
-		discoverytest.WriteError(w, 404, "UnknownOperationException", "not found")
-		return
-	case !known || op == "":
-		s.problem("X-Amz-Target %q: want AWSInsightsIndexService.<Op> or AWSBudgetServiceGateway.<Op>", r.Header.Get("X-Amz-Target"))
-		discoverytest.WriteError(w, 400, "UnknownOperationException", "no target")
-		return
-	case r.Header.Get("Content-Type") != "application/x-amz-json-1.1":
-		s.problem("%s: Content-Type %q, want application/x-amz-json-1.1", op, r.Header.Get("Content-Type"))
-		discoverytest.WriteError(w, 400, "SerializationException", "bad content type")
-		return
-	}
-	if err := discoverytest.VerifySigV4(r, body, AccessKeyID, SecretAccessKey, s.Region, service); err != nil {
-		s.problem("%s: SigV4: %v", op, err)
-		discoverytest.WriteError(w, 403, "InvalidSignatureException", err.Error())
+	op, body, ok := svc.Read(w, r, &s.Record)
+	if !ok {
 		return
 	}
 	s.mu.Lock()
-	s.calls[op]++
 	denied := s.denied[op]
 	s.mu.Unlock()
 	if denied {
-		discoverytest.WriteError(w, 400, "AccessDeniedException", fmt.Sprintf("User: arn:aws:iam::%s:user/test is not authorized to perform: %s:%s", AccountID, service, op))
+		awsjsontest.WriteError(w, 400, "AccessDeniedException", fmt.Sprintf("User: arn:aws:iam::%s:user/test is not authorized to perform: %s:%s", AccountID, svc.SigningName, op))
 		return
 	}
-	if service == "ce" {
+	if svc.SigningName == "ce" {
 		s.serveCE(w, op, body)
 		return
 	}
@@ -273,8 +242,8 @@ func (s *Server) serveCE(w http.ResponseWriter, op string, body []byte) {
 	case "ListCostAllocationTags":
 		s.listCostAllocationTags(w, body)
 	default:
-		s.problem("unexpected Cost Explorer operation %s", op)
-		discoverytest.WriteError(w, 400, "UnknownOperationException", op)
+		s.Problem("unexpected Cost Explorer operation %s", op)
+		awsjsontest.WriteError(w, 400, "UnknownOperationException", op)
 	}
 }
 
@@ -299,8 +268,8 @@ func (s *Server) getCostAndUsage(w http.ResponseWriter, body []byte) {
 		NextPageToken *string
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
-		s.problem("GetCostAndUsage body: %v", err)
-		discoverytest.WriteError(w, 400, "SerializationException", err.Error())
+		s.Problem("GetCostAndUsage body: %v", err)
+		awsjsontest.WriteError(w, 400, "SerializationException", err.Error())
 		return
 	}
 	req := CERequest{Granularity: in.Granularity, Metrics: in.Metrics}
@@ -308,8 +277,8 @@ func (s *Server) getCostAndUsage(w http.ResponseWriter, body []byte) {
 		req.NextPageToken = *in.NextPageToken
 	}
 	if in.TimePeriod == nil {
-		s.problem("GetCostAndUsage without TimePeriod")
-		discoverytest.WriteError(w, 400, "ValidationException", "TimePeriod is required")
+		s.Problem("GetCostAndUsage without TimePeriod")
+		awsjsontest.WriteError(w, 400, "ValidationException", "TimePeriod is required")
 		return
 	}
 	req.Start, req.End = in.TimePeriod.Start, in.TimePeriod.End
@@ -328,33 +297,33 @@ func (s *Server) getCostAndUsage(w http.ResponseWriter, body []byte) {
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	switch {
 	case err1 != nil || err2 != nil || !start.Before(end):
-		discoverytest.WriteError(w, 400, "ValidationException", "Start and End must be dates, Start before End")
+		awsjsontest.WriteError(w, 400, "ValidationException", "Start and End must be dates, Start before End")
 		return
 	case start.After(today):
-		discoverytest.WriteError(w, 400, "ValidationException", "Start date must be equal to or no later than the current date")
+		awsjsontest.WriteError(w, 400, "ValidationException", "Start date must be equal to or no later than the current date")
 		return
 	case in.Granularity != "MONTHLY" && in.Granularity != "DAILY":
-		s.problem("GetCostAndUsage Granularity %q", in.Granularity)
-		discoverytest.WriteError(w, 400, "ValidationException", "Granularity")
+		s.Problem("GetCostAndUsage Granularity %q", in.Granularity)
+		awsjsontest.WriteError(w, 400, "ValidationException", "Granularity")
 		return
 	case len(in.Metrics) != 1 || (in.Metrics[0] != "UnblendedCost" && in.Metrics[0] != "AmortizedCost"):
-		s.problem("GetCostAndUsage Metrics %v: the fake knows one of UnblendedCost, AmortizedCost", in.Metrics)
-		discoverytest.WriteError(w, 400, "ValidationException", "Metrics")
+		s.Problem("GetCostAndUsage Metrics %v: the fake knows one of UnblendedCost, AmortizedCost", in.Metrics)
+		awsjsontest.WriteError(w, 400, "ValidationException", "Metrics")
 		return
 	case len(in.GroupBy) > 2:
-		discoverytest.WriteError(w, 400, "ValidationException", "at most two GroupBy")
+		awsjsontest.WriteError(w, 400, "ValidationException", "at most two GroupBy")
 		return
 	}
 	for _, g := range in.GroupBy {
 		if g.Type != "TAG" || g.Key == "" {
-			s.problem("GetCostAndUsage GroupBy %+v: the fake groups by TAG only", g)
-			discoverytest.WriteError(w, 400, "ValidationException", "GroupBy")
+			s.Problem("GetCostAndUsage GroupBy %+v: the fake groups by TAG only", g)
+			awsjsontest.WriteError(w, 400, "ValidationException", "GroupBy")
 			return
 		}
 	}
 	if in.Filter != nil && (in.Filter.Tags == nil || len(in.Filter.Tags.Values) == 0) {
-		s.problem("GetCostAndUsage Filter: the fake filters by one Tags expression")
-		discoverytest.WriteError(w, 400, "ValidationException", "Filter")
+		s.Problem("GetCostAndUsage Filter: the fake filters by one Tags expression")
+		awsjsontest.WriteError(w, 400, "ValidationException", "Filter")
 		return
 	}
 	metric := in.Metrics[0]
@@ -405,7 +374,7 @@ func (s *Server) getCostAndUsage(w http.ResponseWriter, body []byte) {
 		}
 		x, ok := new(big.Rat).SetString(amt)
 		if !ok {
-			s.problems = append(s.problems, fmt.Sprintf("test cost %q is not a number", amt))
+			s.Problem("test cost %q is not a number", amt)
 			continue
 		}
 		k := cell{periodOf(d), strings.Join(keys, "\x00")}
@@ -428,7 +397,7 @@ func (s *Server) getCostAndUsage(w http.ResponseWriter, body []byte) {
 	if in.NextPageToken != nil {
 		v, err := strconv.Atoi(strings.TrimPrefix(*in.NextPageToken, "page-"))
 		if err != nil || v < 0 || v > len(cells) {
-			discoverytest.WriteError(w, 400, "InvalidNextTokenException", "invalid NextPageToken")
+			awsjsontest.WriteError(w, 400, "InvalidNextTokenException", "invalid NextPageToken")
 			return
 		}
 		from = v
@@ -491,7 +460,7 @@ func (s *Server) getCostAndUsage(w http.ResponseWriter, body []byte) {
 	if to < len(cells) {
 		out["NextPageToken"] = "page-" + strconv.Itoa(to)
 	}
-	discoverytest.WriteJSON(w, out)
+	awsjsontest.WriteJSON(w, out)
 }
 
 func (s *Server) listCostAllocationTags(w http.ResponseWriter, body []byte) {
@@ -502,12 +471,12 @@ func (s *Server) listCostAllocationTags(w http.ResponseWriter, body []byte) {
 		MaxResults *int
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
-		s.problem("ListCostAllocationTags body: %v", err)
-		discoverytest.WriteError(w, 400, "SerializationException", err.Error())
+		s.Problem("ListCostAllocationTags body: %v", err)
+		awsjsontest.WriteError(w, 400, "SerializationException", err.Error())
 		return
 	}
 	if in.MaxResults != nil && (*in.MaxResults < 1 || *in.MaxResults > 1000) {
-		s.problem("ListCostAllocationTags MaxResults %d out of 1..1000", *in.MaxResults)
+		s.Problem("ListCostAllocationTags MaxResults %d out of 1..1000", *in.MaxResults)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -521,5 +490,5 @@ func (s *Server) listCostAllocationTags(w http.ResponseWriter, body []byte) {
 		}
 		tags = append(tags, map[string]string{"TagKey": k, "Type": "UserDefined", "Status": s.tags[k]})
 	}
-	discoverytest.WriteJSON(w, map[string]any{"CostAllocationTags": tags})
+	awsjsontest.WriteJSON(w, map[string]any{"CostAllocationTags": tags})
 }
