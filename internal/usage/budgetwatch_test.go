@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/awsclient/awsjsontest"
 	"github.com/frontdoor-hpc/frontdoor/internal/usage"
 	"github.com/frontdoor-hpc/frontdoor/internal/usage/costtest"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
@@ -19,8 +20,7 @@ import (
 // estimate (here nothing: no rates). Jobs come from the real Slurm.
 func TestBudgetWatchUsesTheBill(t *testing.T) {
 	sc := needCluster(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", costtest.AccessKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", costtest.SecretAccessKey)
+	awsjsontest.Setenv(t.Setenv)
 	f := costtest.Start(t, "us-east-1")
 	first, _ := usage.MonthWindow(time.Now())
 	f.SetCosts(

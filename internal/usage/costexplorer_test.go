@@ -10,17 +10,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/awsclient/awsjsontest"
 	"github.com/frontdoor-hpc/frontdoor/internal/usage/costtest"
 )
 
 // startFake serves Cost Explorer and Budgets for one test, with the
-// SDK's credentials set to the fake's.
+// SDK's credentials set to the fake's and no endpoint variables, so the
+// machine's AWS setup plays no part.
 func startFake(t *testing.T) *costtest.Server {
 	t.Helper()
-	t.Setenv("AWS_ACCESS_KEY_ID", costtest.AccessKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", costtest.SecretAccessKey)
+	awsjsontest.Setenv(t.Setenv)
+	for _, k := range endpointVars {
+		t.Setenv(k, "")
+	}
 	return costtest.Start(t, "us-east-1")
 }
+
+// endpointVars are the SDK's endpoint variables for the two services.
+var endpointVars = []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_COST_EXPLORER", "AWS_ENDPOINT_URL_BUDGETS"}
 
 func fakeAWS(f *costtest.Server, cacheDir string) AWSConfig {
 	c := DefaultAWSConfig()
@@ -283,6 +290,60 @@ func TestBillMetricEndpointCurrency(t *testing.T) {
 	if _, err := s.Bill(context.Background(), last, last.AddDate(0, 0, 1), false); err == nil || !strings.Contains(err.Error(), "usage.currency is EUR") {
 		t.Errorf("currency: %v", err)
 	}
+}
+
+// The SDK's endpoint variables point both clients at an endpoint, as
+// they do the AWS CLI: AWS_ENDPOINT_URL for every service, a service's
+// own variable before it, and usage.aws's endpoints before both. Each
+// step is checked on the endpoint that must not have been asked too.
+func TestEndpointVariables(t *testing.T) {
+	f := startFake(t)
+	other := costtest.Start(t, "us-east-1")
+	_, last, _ := months()
+	f.SetCosts(cost(last, "nlp", "compute", "10"))
+	cfg := fakeAWS(f, "off")
+	cfg.Endpoint, cfg.BudgetsEndpoint = "", ""
+	report := func(c AWSConfig) {
+		t.Helper()
+		s := newBills(t, c)
+		if _, err := s.Bill(context.Background(), last, last.AddDate(0, 0, 1), false); err != nil {
+			t.Fatalf("bill: %v", err)
+		}
+		api, tr, err := NewBudgetsClient(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.CloseIdleConnections()
+		bc := testConfig()
+		bc.AWS = &c
+		if _, err := PlanBudgets(context.Background(), api, bc); err != nil {
+			t.Fatalf("budgets plan: %v", err)
+		}
+	}
+	asked := func(step string, want int) {
+		t.Helper()
+		if ce, b := f.Calls("GetCostAndUsage"), f.Calls("DescribeBudgets"); ce != want || b != want {
+			t.Errorf("%s: the endpoint got %d Cost Explorer and %d Budgets requests, want %d each", step, ce, b, want)
+		}
+		if ce, b := other.Calls("GetCostAndUsage"), other.Calls("DescribeBudgets"); ce+b != 0 {
+			t.Errorf("%s: the other endpoint got %d Cost Explorer and %d Budgets requests", step, ce, b)
+		}
+	}
+	t.Setenv("AWS_ENDPOINT_URL", f.URL)
+	report(cfg)
+	asked("AWS_ENDPOINT_URL", 1)
+
+	t.Setenv("AWS_ENDPOINT_URL", other.URL)
+	t.Setenv("AWS_ENDPOINT_URL_COST_EXPLORER", f.URL)
+	t.Setenv("AWS_ENDPOINT_URL_BUDGETS", f.URL)
+	report(cfg)
+	asked("the services' own variables", 2)
+
+	t.Setenv("AWS_ENDPOINT_URL_COST_EXPLORER", other.URL)
+	t.Setenv("AWS_ENDPOINT_URL_BUDGETS", other.URL)
+	cfg.Endpoint, cfg.BudgetsEndpoint = f.URL, f.URL
+	report(cfg)
+	asked("usage.aws endpoints", 3)
 }
 
 // BillDays: whole UTC days, the end clipped to tomorrow.

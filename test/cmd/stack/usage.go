@@ -1,9 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/usage/costtest"
@@ -12,8 +12,10 @@ import (
 
 // AWSInfo is the stack's AWS endpoint (stack.json "aws"): an in-process
 // fake of Cost Explorer and AWS Budgets, so `frontdoor usage --actual`
-// and `frontdoor budgets plan | apply` work without AWS. Env holds the
-// credentials the fake accepts (the gateways have them).
+// and `frontdoor budgets plan | apply` work without AWS. Env is what
+// points the SDK (and the AWS CLI) at it: the SDK's endpoint variables
+// and the credentials the fake accepts. The gateways inherit it; their
+// usage.aws names no endpoint.
 type AWSInfo struct {
 	Endpoint  string `json:"endpoint"`
 	Region    string `json:"region"`
@@ -44,19 +46,26 @@ func startCostFake() (*costtest.Server, AWSInfo) {
 		}
 	}
 	f.SetCosts(bill...)
-	// The gateways (children) sign with the fake's keys; nothing in the
-	// stack talks to AWS itself.
-	os.Setenv("AWS_ACCESS_KEY_ID", costtest.AccessKeyID)
-	os.Setenv("AWS_SECRET_ACCESS_KEY", costtest.SecretAccessKey)
+	// The gateways (children) find the fake as an admin's shell would,
+	// through the SDK's own variables; nothing in the stack talks to AWS.
+	env := [][2]string{
+		{"AWS_ACCESS_KEY_ID", costtest.AccessKeyID}, {"AWS_SECRET_ACCESS_KEY", costtest.SecretAccessKey},
+		{"AWS_ENDPOINT_URL_COST_EXPLORER", f.URL}, {"AWS_ENDPOINT_URL_BUDGETS", f.URL},
+	}
+	var line []string
+	for _, kv := range env {
+		os.Setenv(kv[0], kv[1])
+		line = append(line, kv[0]+"="+kv[1])
+	}
 	os.Unsetenv("AWS_SESSION_TOKEN")
 	return f, AWSInfo{Endpoint: f.URL, Region: f.Region, AccountID: costtest.AccountID, Cluster: stackCluster,
-		Env: fmt.Sprintf("AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s", costtest.AccessKeyID, costtest.SecretAccessKey)}
+		Env: strings.Join(line, " ")}
 }
 
 // usageSection is a gateway's `usage:` section: rates for the stack's
 // partitions, a budget per account with a notification address, and
-// usage.aws pointing at the fake (its answers cached in the gateway's
-// directory).
+// usage.aws for the fake's bill (the endpoint from the environment, the
+// answers cached in the gateway's directory).
 func usageSection(info AWSInfo, gdir string) map[string]any {
 	return map[string]any{
 		"rates": map[string]any{
@@ -76,7 +85,6 @@ func usageSection(info AWSInfo, gdir string) map[string]any {
 		"capacity_instance_type": "ml.p5.48xlarge",
 		"aws": map[string]any{
 			"cluster": info.Cluster, "account_id": info.AccountID, "region": info.Region,
-			"endpoint": info.Endpoint, "budgets_endpoint": info.Endpoint,
 			"cache_dir": filepath.Join(gdir, "cost-cache"),
 		},
 	}
