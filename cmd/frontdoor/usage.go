@@ -33,7 +33,7 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-const usageUsage = "frontdoor usage [--config FILE] [--from DATE] [--to DATE] [--by group|account|user] [-o table|csv|json] [--chart FILE.svg] [--audit PATH|s3://bucket/prefix]..."
+const usageUsage = "frontdoor usage [--config FILE] [--from DATE] [--to DATE] [--by group|account|user] [-o table|csv|json] [--chart FILE.svg] [--audit PATH|s3://bucket/prefix]... [--actual [--refresh]]"
 
 func runUsage(ctx context.Context, args []string, out io.Writer, now time.Time) error {
 	fs := flag.NewFlagSet("usage", flag.ContinueOnError)
@@ -45,6 +45,8 @@ func runUsage(ctx context.Context, args []string, out io.Writer, now time.Time) 
 	format := outputFlag(fs, "table", "csv", "json")
 	chart := fs.String("chart", "", "also write an SVG chart to this file")
 	timeout := fs.Duration("timeout", 5*time.Minute, "limit for the whole command")
+	actual := fs.Bool("actual", false, "add the real bill from Cost Explorer (usage.aws): actual and difference per row; at most usage.aws.max_requests requests, cached")
+	refresh := fs.Bool("refresh", false, "with --actual: ask Cost Explorer again instead of using the cached answer")
 	var sources multiFlag
 	fs.Var(&sources, "audit", "audit records: a file (with its rotated copies), a directory or s3://bucket/prefix; repeatable (default: audit.file, and audit.s3 if configured)")
 	if err := parseFlags(fs, args, usageUsage, format, "table", "csv", "json"); err != nil {
@@ -67,6 +69,9 @@ func runUsage(ctx context.Context, args []string, out io.Writer, now time.Time) 
 	cfg, err := config.Load(*path)
 	if err != nil {
 		return err
+	}
+	if (*actual || *refresh) && cfg.Usage.AWS == nil {
+		return fmt.Errorf("--actual needs a usage.aws section in %s (the cluster tag, Cost Explorer's settings: docs/usage.md)", *path)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -145,6 +150,11 @@ func runUsage(ctx context.Context, args []string, out io.Writer, now time.Time) 
 	}
 
 	rep := fdusage.Aggregate(in)
+	if *actual || *refresh {
+		if err := addActual(ctx, cfg, &rep, from, to, *refresh); err != nil {
+			return err
+		}
+	}
 	rep.Notes = append(rep.Notes, notes...)
 	if *chart != "" {
 		f, err := os.Create(*chart)
@@ -166,6 +176,21 @@ func runUsage(ctx context.Context, args []string, out io.Writer, now time.Time) 
 		return fdusage.WriteCSV(out, rep)
 	}
 	return fdusage.WriteTable(out, rep)
+}
+
+// addActual reads the window's bill from Cost Explorer (or the cache) and
+// shares it out among the report's rows.
+func addActual(ctx context.Context, cfg *config.Config, rep *fdusage.Report, from, to time.Time, refresh bool) error {
+	bills, err := fdusage.NewBillSource(ctx, *cfg.Usage.AWS, cfg.Usage.Currency)
+	if err != nil {
+		return err
+	}
+	defer bills.Close()
+	bill, err := bills.Bill(ctx, from, to, refresh)
+	if err != nil {
+		return err
+	}
+	return fdusage.AddActual(rep, bill)
 }
 
 // parseWhen reads a UTC date (YYYY-MM-DD) or an RFC 3339 time.

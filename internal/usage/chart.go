@@ -20,8 +20,10 @@ const (
 var palette = []string{"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"}
 
 // WriteSVG draws the report as a standalone SVG (no script, no external
-// resources), readable in any browser: cost per key as horizontal bars,
-// then GPU-hours per day stacked by key.
+// resources), readable in any browser: cost per key as horizontal bars
+// (with the actual bill: the estimate and, under it, the actual, and the
+// unallocated part of the bill in grey), then GPU-hours per day stacked
+// by key.
 func WriteSVG(w io.Writer, r Report) error {
 	const width, left, right = 960, 200, 120
 	var b bytes.Buffer
@@ -31,14 +33,27 @@ func WriteSVG(w io.Writer, r Report) error {
 		for _, x := range rows[chartMaxBars-1:] {
 			other.Cost += x.Cost
 			other.GPUHours += x.GPUHours
+			if x.Actual != nil {
+				a := *x.Actual
+				if other.Actual != nil {
+					a += *other.Actual
+				}
+				other.Actual = &a
+			}
 		}
 		rows = append(rows[:chartMaxBars-1], other)
 	}
-	// Unused capacity is a cost too: show it beside the groups, in grey.
-	idle := -1
+	// Unused capacity is a cost too: show it beside the groups, in grey;
+	// so is the part of the bill nobody was charged.
+	idle, unalloc := -1, -1
 	if r.IdleCost > 0 {
 		idle = len(rows)
 		rows = append(rows, Row{Key: "(idle capacity)", Cost: r.IdleCost, GPUHours: r.IdleGPUHours})
+	}
+	if a := r.Actual; a != nil && a.unallocated() != 0 {
+		unalloc = len(rows)
+		u := a.unallocated()
+		rows = append(rows, Row{Key: "(unallocated bill)", Actual: &u})
 	}
 	barH, gap := 22, 8
 	costTop := 70
@@ -52,28 +67,50 @@ func WriteSVG(w io.Writer, r Report) error {
 	fmt.Fprintf(&b, `<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="20" y="30" font-size="18" font-weight="bold">%s</text>`+"\n",
 		esc(fmt.Sprintf("Cost per %s, %s – %s (%s)", r.By, r.From.Format("2006-01-02"), r.To.Format("2006-01-02"), r.Currency)))
-	fmt.Fprintf(&b, `<text x="20" y="52" fill="#555555">%s</text>`+"\n",
-		esc(fmt.Sprintf("total %.2f %s; %.1f GPU-hours allocated, %.1f GPU-hours idle of %d GPUs' capacity", r.Total.Cost, r.Currency, r.AllocatedGPUHours, r.IdleGPUHours, r.CapacityGPUs)))
+	sub := fmt.Sprintf("total %.2f %s; %.1f GPU-hours allocated, %.1f GPU-hours idle of %d GPUs' capacity", r.Total.Cost, r.Currency, r.AllocatedGPUHours, r.IdleGPUHours, r.CapacityGPUs)
+	if a := r.Actual; a != nil {
+		sub = fmt.Sprintf("estimate %.2f %s; actual bill %s %s (Cost Explorer, %s – %s, lags about a day)", r.Total.Cost, r.Currency, a.Total, r.Currency,
+			a.From.Format("2006-01-02"), a.To.Format("2006-01-02"))
+		fmt.Fprintf(&b, `<rect x="%d" y="16" width="14" height="10" fill="%s"/><text x="%d" y="26" font-size="12">estimate</text>`+"\n", width-220, palette[0], width-202)
+		fmt.Fprintf(&b, `<rect x="%d" y="16" width="14" height="10" fill="%s"/><text x="%d" y="26" font-size="12">actual</text>`+"\n", width-130, palette[1], width-112)
+	}
+	fmt.Fprintf(&b, `<text x="20" y="52" fill="#555555">%s</text>`+"\n", esc(sub))
 
-	// Cost per key.
+	// Cost per key: the estimate, and under it the actual when there is one.
 	maxCost := 0.0
 	for _, x := range rows {
 		maxCost = math.Max(maxCost, x.Cost)
+		if x.Actual != nil {
+			maxCost = math.Max(maxCost, x.Actual.Float())
+		}
 	}
 	plotW := float64(width - left - right)
 	if len(rows) == 0 {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555555">no usage in this window</text>`+"\n", left, costTop+16)
 	}
+	bar := func(y, h int, v float64, colour, title string) {
+		bw := 0.0
+		if maxCost > 0 && v > 0 {
+			bw = plotW * v / maxCost
+		}
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>`+"\n",
+			left, y, math.Max(bw, 1), h, colour, esc(title))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="%d">%s</text>`+"\n", float64(left)+math.Max(bw, 1)+6, y+h-2, min(13, h), esc(fmt.Sprintf("%.2f", v)))
+	}
 	for i, x := range rows {
 		y := costTop + i*(barH+gap)
-		bw := 0.0
-		if maxCost > 0 {
-			bw = plotW * x.Cost / maxCost
-		}
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-10, y+barH-6, esc(clip(x.Key, 26)))
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>`+"\n",
-			left, y, math.Max(bw, 1), barH, barColour(i == idle), esc(fmt.Sprintf("%s: %.2f %s, %.2f GPU-hours", x.Key, x.Cost, r.Currency, x.GPUHours)))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`+"\n", float64(left)+math.Max(bw, 1)+6, y+barH-6, esc(fmt.Sprintf("%.2f", x.Cost)))
+		switch {
+		case r.Actual == nil:
+			bar(y, barH, x.Cost, barColour(i == idle), fmt.Sprintf("%s: %.2f %s, %.2f GPU-hours", x.Key, x.Cost, r.Currency, x.GPUHours))
+		case i == unalloc:
+			bar(y+barH/2, barH/2, x.Actual.Float(), barColour(true), fmt.Sprintf("%s: %s %s of the bill charged to no one (see the notes)", x.Key, x.Actual, r.Currency))
+		default:
+			bar(y, barH/2, x.Cost, barColour(i == idle), fmt.Sprintf("%s: estimate %.2f %s, %.2f GPU-hours", x.Key, x.Cost, r.Currency, x.GPUHours))
+			if x.Actual != nil {
+				bar(y+barH/2, barH/2, x.Actual.Float(), palette[1], fmt.Sprintf("%s: actual %s %s", x.Key, x.Actual, r.Currency))
+			}
+		}
 	}
 
 	// GPU-hours per day, stacked by the keys with most GPU-hours.

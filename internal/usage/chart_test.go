@@ -31,14 +31,32 @@ func chartReport() Report {
 	return Aggregate(Input{From: nov1, To: dec1, Now: dec1, By: ByAccount, Jobs: jobs, Config: testConfig(), CapacityGPUs: 16})
 }
 
+// chartActual is chartReport with a bill: tagged, shared and
+// infrastructure cost.
+func chartActual(t *testing.T) Report {
+	r := chartReport()
+	if err := AddActual(&r, novBill(line("nlp", "compute", "1500"), line("shared", "compute", "2500.55"), line("", "gateway", "120"))); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func TestSVGIsWellFormed(t *testing.T) {
-	for name, r := range map[string]Report{"month": chartReport(), "empty": Aggregate(Input{From: nov1, To: dec1, Now: nov1, By: ByGroup})} {
+	for name, r := range map[string]Report{"month": chartReport(), "empty": Aggregate(Input{From: nov1, To: dec1, Now: nov1, By: ByGroup}),
+		"actual": chartActual(t)} {
 		var b bytes.Buffer
 		if err := WriteSVG(&b, r); err != nil {
 			t.Fatal(err)
 		}
 		if strings.Contains(b.String(), "<script") {
 			t.Errorf("%s: the chart has a script", name)
+		}
+		if r.Actual != nil {
+			for _, want := range []string{"nlp: actual ", "(unallocated bill): 120.00 USD", "actual bill 4120.55 USD", ">estimate<"} {
+				if !strings.Contains(b.String(), want) {
+					t.Errorf("%s: no %q in the chart", name, want)
+				}
+			}
 		}
 		d := xml.NewDecoder(&b)
 		for {
@@ -64,7 +82,7 @@ func TestSVGRendersInChromium(t *testing.T) {
 	dir := t.TempDir()
 	svg := filepath.Join(dir, "usage.svg")
 	var b bytes.Buffer
-	r := chartReport()
+	r := chartActual(t)
 	if err := WriteSVG(&b, r); err != nil {
 		t.Fatal(err)
 	}

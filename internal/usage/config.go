@@ -35,6 +35,11 @@ type Config struct {
 	// running, or its gateway crashed): it counts until the window's end
 	// or now, but at most this long after its start; 1m to 8784h.
 	OpenSessionMax time.Duration `yaml:"open_session_max"`
+	// AWS reads the cluster's real bill from Cost Explorer (`usage
+	// --actual`, the banner's budget line) and keeps one AWS Budget per
+	// account in step (`frontdoor budgets`). Optional: without it, cost is
+	// the estimate from the rates.
+	AWS *AWSConfig `yaml:"aws"`
 }
 
 // DefaultConfig returns the defaults: nothing priced, amounts in USD,
@@ -77,6 +82,10 @@ type Budget struct {
 	// WarnAt is the fraction of the budget at which warnings start, in
 	// (0, 1].
 	WarnAt float64 `yaml:"warn_at"`
+	// Notify are the e-mail addresses AWS Budgets alerts at warn_at and at
+	// 100 %, forecasted and actual (`frontdoor budgets`); at most 10.
+	// Empty: the AWS budget has no notifications.
+	Notify []string `yaml:"notify"`
 }
 
 // DefaultWarnAt is a budget's warn_at unless it says otherwise.
@@ -142,6 +151,14 @@ func (c Config) Validate() error {
 		if math.IsNaN(b.WarnAt) || b.WarnAt <= 0 || b.WarnAt > 1 {
 			add(key+".warn_at", "must be a fraction in (0, 1], like 0.8")
 		}
+		if len(b.Notify) > maxSubscribers {
+			add(key+".notify", "at most %d addresses (AWS Budgets' limit per notification)", maxSubscribers)
+		}
+		for i, a := range b.Notify {
+			if !validEmail(a) {
+				add(fmt.Sprintf("%s.notify[%d]", key, i), "%q is not an e-mail address (like pi@example.edu)", a)
+			}
+		}
 	}
 	if c.CapacityGPUs < 0 || c.CapacityGPUs > 1_000_000 {
 		add("capacity_gpus", "must be between 0 (from Slurm) and 1000000")
@@ -159,6 +176,9 @@ func (c Config) Validate() error {
 	}
 	if c.OpenSessionMax < time.Minute || c.OpenSessionMax > 366*24*time.Hour {
 		add("open_session_max", "must be between 1m and 8784h")
+	}
+	if c.AWS != nil {
+		c.AWS.validate(add)
 	}
 	return errors.Join(errs...)
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/audit/s3sink"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurm"
 	"github.com/frontdoor-hpc/frontdoor/internal/usage"
+	"github.com/frontdoor-hpc/frontdoor/internal/usage/costtest"
 	slurmh "github.com/frontdoor-hpc/frontdoor/test/harness/slurm"
 )
 
@@ -342,6 +343,13 @@ func testCLI(t *testing.T, ctx context.Context, from time.Time, auditFile string
 	if err := sink.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The bill: today, tagged, shared and gateway cost of the cluster.
+	ce := costtest.Start(t, "us-east-1")
+	ce.SetCosts(
+		costtest.Cost{Day: time.Now(), Cluster: "fdusage", Account: "laba", Role: "compute", Unblended: "12.34"},
+		costtest.Cost{Day: time.Now(), Cluster: "fdusage", Account: "shared", Role: "compute", Unblended: "100.005"},
+		costtest.Cost{Day: time.Now(), Cluster: "fdusage", Account: "", Role: "gateway", Unblended: "1"},
+	)
 	bin := filepath.Join(dir, "frontdoor")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/frontdoor")
 	build.Dir = "../.."
@@ -384,7 +392,11 @@ usage:
     login_node_hourly: 0.5
   budgets:
     laba: {monthly: 100}
-`, cluster.Conf(), auditFile, srv.URL)
+  aws:
+    cluster: fdusage
+    endpoint: %s
+    cache_dir: %s
+`, cluster.Conf(), auditFile, srv.URL, ce.URL, filepath.Join(dir, "cost-cache"))
 	cfgPath := filepath.Join(dir, "gateway.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -436,6 +448,45 @@ usage:
 	}
 	if out, err := exec.CommandContext(ctx, bin, "usage", "--config", cfgPath, "--by", "rule").CombinedOutput(); err == nil {
 		t.Errorf("--by rule accepted: %s", out)
+	}
+
+	// --actual: the bill shared out to the cent, one Cost Explorer
+	// request, then the cache.
+	for i := range 2 {
+		cmd := exec.CommandContext(ctx, bin, "usage", "--config", cfgPath, "--from", from.Format(time.RFC3339),
+			"--to", to.Format(time.RFC3339), "--by", "account", "-o", "json", "--actual")
+		cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+costtest.AccessKeyID, "AWS_SECRET_ACCESS_KEY="+costtest.SecretAccessKey)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("frontdoor usage --actual: %v\n%s", err, stderr.String())
+		}
+		var rep usage.Report
+		if err := json.Unmarshal(out, &rep); err != nil || rep.Actual == nil {
+			t.Fatalf("--actual -o json: %v\n%s", err, out)
+		}
+		var sum usage.Cents
+		for _, r := range rep.Rows {
+			if r.Actual == nil || r.Difference == nil {
+				t.Errorf("row %s without actual", r.Key)
+				continue
+			}
+			sum += *r.Actual
+		}
+		for _, u := range rep.Actual.Unallocated {
+			sum += u.Amount
+		}
+		// 12.34 + 100.005 + 1 = 113.345 → 113.35, the gateway's 1.00 unallocated.
+		if rep.Actual.Total != 11335 || sum != rep.Actual.Total || rep.Actual.Allocated != 11235 || rep.Actual.Cached != (i == 1) {
+			t.Errorf("run %d: bill %s, rows + unallocated %s, allocated %s, cached %v", i, rep.Actual.Total, sum, rep.Actual.Allocated, rep.Actual.Cached)
+		}
+		if len(rep.Budgets) != 1 || rep.Budgets[0].Actual == nil || *rep.Budgets[0].Actual <= 1234 {
+			t.Errorf("budgets: %+v", rep.Budgets)
+		}
+	}
+	if n := ce.Calls("GetCostAndUsage"); n != 1 {
+		t.Errorf("%d Cost Explorer requests for two reports of one window, want 1", n)
 	}
 }
 

@@ -94,6 +94,10 @@ type Row struct {
 	GPUCost          float64 `json:"gpu_cost"`
 	LoginCost        float64 `json:"login_cost"`
 	Cost             float64 `json:"cost"`
+	// Actual is this row's share of the real bill, Difference Actual −
+	// Cost (to the cent); both only with --actual (AddActual).
+	Actual     *Cents `json:"actual,omitempty"`
+	Difference *Cents `json:"difference,omitempty"`
 
 	users map[string]bool
 }
@@ -106,8 +110,14 @@ type BudgetRow struct {
 	// month).
 	Budget   float64 `json:"budget"`
 	Fraction float64 `json:"fraction"`
+	// WarnAt is the budget's warn_at.
+	WarnAt float64 `json:"warn_at"`
 	// Status is "ok", "warn" (past WarnAt) or "over".
 	Status string `json:"status"`
+	// Actual is the account's share of the real bill, ActualStatus the
+	// status by it (AddActual).
+	Actual       *Cents `json:"actual,omitempty"`
+	ActualStatus string `json:"actual_status,omitempty"`
 }
 
 // Day is the GPU-hours of one UTC day, per key.
@@ -137,8 +147,32 @@ type Report struct {
 	Budgets []BudgetRow `json:"budgets"`
 	// Days with GPU-hours per key, in order, every day of the window.
 	Days []Day `json:"days"`
+	// Actual is the real bill and how it was shared out (AddActual);
+	// nil without --actual.
+	Actual *Actual `json:"actual,omitempty"`
 	// Notes say what the figures could not account for.
 	Notes []string `json:"notes,omitempty"`
+
+	// use is who used what, by account: what AddActual shares a bill by.
+	use usageWeights
+}
+
+// usageWeights are the GPU-hours and login-node hours of the window by
+// Slurm account, per row key (rows) and in all (accounts).
+type usageWeights struct {
+	rowGPU, rowLogin   map[string]map[string]float64 // account → row key → hours
+	acctGPU, acctLogin map[string]float64            // account → hours
+}
+
+func (w *usageWeights) add(m *map[string]map[string]float64, tot *map[string]float64, account, key string, h float64) {
+	if *m == nil {
+		*m, *tot = map[string]map[string]float64{}, map[string]float64{}
+	}
+	if (*m)[account] == nil {
+		(*m)[account] = map[string]float64{}
+	}
+	(*m)[account][key] += h
+	(*tot)[account] += h
 }
 
 // session is one login session as the audit records tell it.
@@ -229,6 +263,7 @@ func Aggregate(in Input) Report {
 		rw.JobStates[j.State]++
 		gh := float64(j.GPUs) * h
 		rw.GPUHours += gh
+		r.use.add(&r.use.rowGPU, &r.use.acctGPU, j.Account, rw.Key, gh)
 		r.AllocatedGPUHours += gh
 		if price, ok := cfg.GPUHourly(j.Partition); ok {
 			rw.GPUCost += gh * price
@@ -266,6 +301,11 @@ func Aggregate(in Input) Report {
 		rw := row(userKey(user))
 		rw.LoginNodeHours += h
 		rw.LoginCost += h * cfg.Rates.LoginNodeHourly
+		a := in.UserAccount[user]
+		if a == "" {
+			a = jobAccount[user]
+		}
+		r.use.add(&r.use.rowLogin, &r.use.acctLogin, a, rw.Key, h)
 	}
 
 	// Rows, totals.
@@ -335,7 +375,7 @@ func Aggregate(in Input) Report {
 		}
 		for _, a := range sortedKeys(cfg.Budgets) {
 			b := cfg.Budgets[a]
-			br := BudgetRow{Account: a, Spent: spent[a], Budget: b.Monthly * monthsCovered(from, to)}
+			br := BudgetRow{Account: a, Spent: spent[a], Budget: b.Monthly * monthsCovered(from, to), WarnAt: b.WarnAt}
 			if br.Budget > 0 {
 				br.Fraction = br.Spent / br.Budget
 			}

@@ -236,9 +236,23 @@ func TestMonthsCoveredAndBudgetWarning(t *testing.T) {
 	}
 }
 
+func awsOK() AWSConfig {
+	a := DefaultAWSConfig()
+	a.Cluster = "ml-cluster"
+	a.Derive()
+	return a
+}
+
 func TestConfigValidate(t *testing.T) {
 	if err := testConfig().Validate(); err != nil {
 		t.Fatal(err)
+	}
+	withAWS := testConfig()
+	a := awsOK()
+	withAWS.AWS = &a
+	withAWS.Budgets = map[string]Budget{"nlp": {Monthly: 1, WarnAt: 0.5, Notify: []string{"pi@nlp.example.edu"}}}
+	if err := withAWS.Validate(); err != nil || a.BudgetPrefix != "frontdoor-ml-cluster-" {
+		t.Fatalf("with usage.aws: %v (prefix %q)", err, a.BudgetPrefix)
 	}
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("the defaults: %v", err)
@@ -265,6 +279,23 @@ func TestConfigValidate(t *testing.T) {
 		{"capacity type", func(c *Config) { c.CapacityInstanceType = "ml.g5.xlarge" }, "usage.capacity_instance_type"},
 		{"currency", func(c *Config) { c.Currency = "dollars" }, "usage.currency"},
 		{"open max", func(c *Config) { c.OpenSessionMax = time.Second }, "usage.open_session_max"},
+		{"notify", func(c *Config) {
+			c.Budgets = map[string]Budget{"nlp": {Monthly: 1, WarnAt: 0.5, Notify: []string{"PI <pi@x.edu>"}}}
+		}, `usage.budgets.nlp.notify[0]: "PI <pi@x.edu>" is not an e-mail address`},
+		{"notify many", func(c *Config) {
+			c.Budgets = map[string]Budget{"nlp": {Monthly: 1, WarnAt: 0.5, Notify: strings.Split("a@x,b@x,c@x,d@x,e@x,f@x,g@x,h@x,i@x,j@x,k@x", ",")}}
+		}, "usage.budgets.nlp.notify: at most 10"},
+		{"aws cluster", func(c *Config) { a := DefaultAWSConfig(); c.AWS = &a }, "usage.aws.cluster: required"},
+		{"aws cluster value", func(c *Config) { a := awsOK(); a.Cluster = "ml$cluster"; c.AWS = &a }, `usage.aws.cluster: "ml$cluster" is not a tag value`},
+		{"aws tag", func(c *Config) { a := awsOK(); a.Tags.Role = "aws:role"; c.AWS = &a }, "usage.aws.tags.role"},
+		{"aws same tag", func(c *Config) { a := awsOK(); a.Tags.Role = a.Tags.Account; c.AWS = &a }, `usage.aws.tags.role: "frontdoor:account" is also tags.account`},
+		{"aws metric", func(c *Config) { a := awsOK(); a.Metric = "blended"; c.AWS = &a }, "usage.aws.metric"},
+		{"aws region", func(c *Config) { a := awsOK(); a.Region = "virginia"; c.AWS = &a }, "usage.aws.region"},
+		{"aws endpoint", func(c *Config) { a := awsOK(); a.Endpoint = "ce.example"; c.AWS = &a }, "usage.aws.endpoint"},
+		{"aws account", func(c *Config) { a := awsOK(); a.AccountID = "1234"; c.AWS = &a }, "usage.aws.account_id"},
+		{"aws prefix", func(c *Config) { a := awsOK(); a.BudgetPrefix = "fd:"; c.AWS = &a }, "usage.aws.budget_prefix"},
+		{"aws requests", func(c *Config) { a := awsOK(); a.MaxRequests = 0; c.AWS = &a }, "usage.aws.max_requests"},
+		{"aws ttl", func(c *Config) { a := awsOK(); a.CacheTTL = time.Second; c.AWS = &a }, "usage.aws.cache_ttl"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testConfig()

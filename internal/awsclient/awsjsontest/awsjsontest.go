@@ -1,6 +1,7 @@
 // Package awsjsontest is what in-process fakes of AWS JSON services share
 // (SageMaker in internal/discovery/discoverytest, KMS in
-// internal/ca/kms/kmstest): the awsJson1.1 wire protocol — POST /,
+// internal/ca/kms/kmstest, Cost Explorer and AWS Budgets in
+// internal/usage/costtest): the awsJson1.1 wire protocol — POST /,
 // X-Amz-Target PREFIX.Operation, application/x-amz-json-1.1, errors as a
 // 4xx/5xx with "__type" — and a SigV4 check of every request against the
 // test credentials, so a fake answers only what the real SDK would send
@@ -50,7 +51,7 @@ func Setenv(set func(key, value string)) {
 // Service is one fake service's protocol identity.
 type Service struct {
 	// TargetPrefix is the X-Amz-Target prefix ("SageMaker",
-	// "TrentService").
+	// "TrentService", "AWSInsightsIndexService").
 	TargetPrefix string
 	// SigningName is the SigV4 service name ("sagemaker", "kms").
 	SigningName string

@@ -53,6 +53,8 @@ type Stack struct {
 	// `ssh-keygen -k -u -f REVOKED_KEYS GATEWAY.user_ca_pub`.
 	TrustedUserCAKeys string `json:"trusted_user_ca_keys"`
 	RevokedKeys       string `json:"revoked_keys"`
+	// AWS is the fake Cost Explorer and AWS Budgets (usage.go).
+	AWS *AWSInfo `json:"aws,omitempty"`
 }
 
 type GatewayInfo struct {
@@ -321,6 +323,11 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		log.Info("Slurm up", "conf", cl.Conf())
 	}
 
+	// Cost Explorer and AWS Budgets, faked in this process (usage.go).
+	costFake, awsInfo := startCostFake()
+	s.cleanup = append(s.cleanup, costFake.Close)
+	out.AWS = &awsInfo
+
 	// Login nodes: sshd on 127.0.1.N, port 22 when free.
 	var entries []harness.NodeEntry
 	for i := 1; i <= nNodes; i++ {
@@ -401,6 +408,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		if slurmSection != nil {
 			patch["slurm"] = slurmSection
 		}
+		patch["usage"] = usageSection(awsInfo, gdir)
 		if err := harness.PatchConfig(cfg, patch); err != nil {
 			return err
 		}
@@ -714,7 +722,13 @@ Slurm (accounts %s, partitions %s; every user above is a Unix user here):
   %s runuser -u alice -- sbatch --chdir=/tmp --gres=gpu:1 --wrap='sleep 60'
   bin/frontdoor slurm plan --config %s
 `, strings.Join(sl.Accounts, ","), strings.Join(sl.Partitions, ","), sl.Env, sl.Env, sl.Env, gw.Config)
+		fmt.Printf(`  env %s bin/frontdoor usage --config %s --by account --actual
+`, st.AWS.Env, gw.Config)
 	}
+	fmt.Printf(`
+AWS Budgets (a fake at %s):
+  env %s bin/frontdoor budgets plan --config %s
+`, st.AWS.Endpoint, st.AWS.Env, gw.Config)
 	fmt.Println("Ctrl-C stops everything.")
 }
 
