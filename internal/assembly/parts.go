@@ -117,8 +117,8 @@ func load(cfg *config.Config, running *parts, log *slog.Logger) (_ *parts, err e
 		client := sl.Client()
 		deps.GPUUsage = &slurm.UsageCache{Client: client, TTL: sl.UsageCache, Wait: sl.UsageTimeout}
 		if len(cfg.Usage.Budgets) > 0 {
-			p.usageKey = fmt.Sprintf("%#v %#v", *sl, cfg.Usage)
-			if running != nil && running.usageKey == p.usageKey {
+			p.usageKey = budgetKey(*sl, cfg.Usage)
+			if running != nil && p.usageKey != "" && running.usageKey == p.usageKey {
 				p.budget = running.budget
 			} else {
 				// A month of accounting is a large read: twice the timeout.
@@ -170,6 +170,20 @@ func directoryKey(c source.Config) (string, error) {
 		h.Write(data)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// budgetKey identifies a budget watch by what it reads and how it prices:
+// the same key, the same watch. The sections' values are compared, not
+// their pointers (usage.aws is one).
+func budgetKey(sl slurm.Config, u usage.Config) string {
+	b, err := json.Marshal(struct {
+		Slurm slurm.Config
+		Usage usage.Config
+	}{sl, u})
+	if err != nil {
+		return "" // never equal: a new watch
+	}
+	return string(b)
 }
 
 // same reports whether two optional sections are equal (both absent

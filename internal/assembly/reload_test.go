@@ -8,10 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/ca"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/slurm"
+	"github.com/frontdoor-hpc/frontdoor/internal/usage"
 )
 
 // A reload applies a new file as a whole, keeps what did not change (the
@@ -109,5 +112,21 @@ audit: {file: AUDIT}
 	}
 	if a.Config().Gateway.Name != "gw1" || a.Config().Audit.File != filepath.Join(dir, "audit-2.jsonl") {
 		t.Fatal("a refused reload changed something")
+	}
+}
+
+// TestBudgetKeyComparesValues: two loads of the same file give pointers
+// to equal usage.aws sections; the budget watch (and its month of
+// accounting) is kept, and a changed section makes a new one.
+func TestBudgetKeyComparesValues(t *testing.T) {
+	sl := slurm.Config{Timeout: 5 * time.Second}
+	u1 := usage.Config{Currency: "USD", AWS: &usage.AWSConfig{Cluster: "hp1", Metric: "unblended"}}
+	u2 := usage.Config{Currency: "USD", AWS: &usage.AWSConfig{Cluster: "hp1", Metric: "unblended"}}
+	if k1, k2 := budgetKey(sl, u1), budgetKey(sl, u2); k1 == "" || k1 != k2 {
+		t.Fatalf("equal sections at different addresses: keys %q and %q", k1, k2)
+	}
+	u2.AWS.Cluster = "hp2"
+	if budgetKey(sl, u1) == budgetKey(sl, u2) {
+		t.Fatal("a changed usage.aws kept the key")
 	}
 }
