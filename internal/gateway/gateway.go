@@ -341,6 +341,7 @@ func (g *Gateway) relay(ctx context.Context, c *conn, sconn *ssh.ServerConn, cha
 		AllowDirect:       allowDirect(b.target, lr.policy.ForwardTo),
 		IdleTimeout:       lr.policy.IdleTimeout,
 		IdleWarning:       lr.policy.IdleWarning,
+		MaxChannels:       cfg.Gateway.MaxChannels,
 	}
 	err := r.Run(ctx)
 
