@@ -12,9 +12,9 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-// channelPair returns both ends of a session channel between an in-process
-// x/crypto client and server.
-func channelPair(t *testing.T) (client, server ssh.Channel) {
+// sshPair connects an in-process x/crypto client and server over loopback
+// TCP and returns both ends.
+func sshPair(t *testing.T) (client ssh.Conn, clientChans <-chan ssh.NewChannel, server Side) {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -33,50 +33,69 @@ func channelPair(t *testing.T) (client, server ssh.Channel) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	c2, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
+	type result struct {
+		side Side
+		err  error
 	}
-	c1, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c1.Close(); c2.Close() })
-	srv := make(chan ssh.Channel, 1)
+	srv := make(chan result, 1)
 	go func() {
-		_, chans, reqs, err := ssh.NewServerConn(c1, sc)
+		nc, err := ln.Accept()
 		if err != nil {
-			t.Errorf("server: %v", err)
-			close(srv)
+			srv <- result{err: err}
 			return
 		}
-		go ssh.DiscardRequests(reqs)
-		nc := <-chans
-		ch, creqs, err := nc.Accept()
-		if err != nil {
-			t.Errorf("accept: %v", err)
-			close(srv)
-			return
-		}
-		go ssh.DiscardRequests(creqs)
-		srv <- ch
+		c, chans, reqs, err := ssh.NewServerConn(nc, sc)
+		srv <- result{Side{Conn: c, Chans: chans, Reqs: reqs}, err}
 	}()
-	conn, chans, reqs, err := ssh.NewClientConn(c2, "pipe", &ssh.ClientConfig{User: "u", HostKeyCallback: ssh.InsecureIgnoreHostKey()})
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, chans, reqs, err := ssh.NewClientConn(nc, ln.Addr().String(), &ssh.ClientConfig{User: "u", HostKeyCallback: ssh.InsecureIgnoreHostKey()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	go ssh.DiscardRequests(reqs)
+	r := <-srv
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	t.Cleanup(func() { c.Close(); r.side.Conn.Close() })
+	return c, chans, r.side
+}
+
+// channelPair returns both ends of a session channel between an in-process
+// x/crypto client and server.
+func channelPair(t *testing.T) (client, server ssh.Channel) {
+	t.Helper()
+	conn, chans, srv := sshPair(t)
+	go ssh.DiscardRequests(srv.Reqs)
 	go func() {
 		for nc := range chans {
 			nc.Reject(ssh.Prohibited, "no")
 		}
+	}()
+	accepted := make(chan ssh.Channel, 1)
+	go func() {
+		defer close(accepted)
+		nc, ok := <-srv.Chans
+		if !ok {
+			return
+		}
+		ch, creqs, err := nc.Accept()
+		if err != nil {
+			t.Errorf("accept: %v", err)
+			return
+		}
+		go ssh.DiscardRequests(creqs)
+		accepted <- ch
 	}()
 	ch, creqs, err := conn.OpenChannel(chanSession, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go ssh.DiscardRequests(creqs)
-	s, ok := <-srv
+	s, ok := <-accepted
 	if !ok {
 		t.FailNow()
 	}

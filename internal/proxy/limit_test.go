@@ -2,12 +2,9 @@ package proxy
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
@@ -15,56 +12,6 @@ import (
 
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 )
-
-// sshPair connects an in-process x/crypto client and server over loopback
-// TCP and returns both ends.
-func sshPair(t *testing.T) (client ssh.Conn, clientChans <-chan ssh.NewChannel, server Side) {
-	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := &ssh.ServerConfig{NoClientAuth: true}
-	sc.AddHostKey(signer)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	type result struct {
-		side Side
-		err  error
-	}
-	srv := make(chan result, 1)
-	go func() {
-		nc, err := ln.Accept()
-		if err != nil {
-			srv <- result{err: err}
-			return
-		}
-		c, chans, reqs, err := ssh.NewServerConn(nc, sc)
-		srv <- result{Side{Conn: c, Chans: chans, Reqs: reqs}, err}
-	}()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, chans, reqs, err := ssh.NewClientConn(nc, ln.Addr().String(), &ssh.ClientConfig{User: "u", HostKeyCallback: ssh.InsecureIgnoreHostKey()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ssh.DiscardRequests(reqs)
-	r := <-srv
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	t.Cleanup(func() { c.Close(); r.side.Conn.Close() })
-	return c, chans, r.side
-}
 
 // MaxChannels caps the channels open at once on a relayed connection: one
 // more is refused with a resource shortage (the node never sees it), and
