@@ -16,15 +16,18 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/admin"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit/s3sink"
+	"github.com/frontdoor-hpc/frontdoor/internal/ca"
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
@@ -157,6 +160,11 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 		return nil, err
 	}
 	a.Registry.MustRegister(a.SSH.Collectors()...)
+	a.Registry.MustRegister(ca.Collectors()...)
+	caPub, caKind := a.SSH.UserCA()
+	log.Info("user CA: login nodes must trust this key (TrustedUserCAKeys) for this gateway's logins",
+		"gateway", cfg.Gateway.Name, "key", caKind, "fingerprint", ssh.FingerprintSHA256(caPub),
+		"public_key", strings.TrimSpace(string(ssh.MarshalAuthorizedKey(caPub))))
 	a.Registry.MustRegister(a.statusCollectors()...)
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.refusals = newRecentRefusals(func() map[string]float64 { return refusalTotals(a.Registry) }, a.started)

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/ca/kms"
 	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
@@ -29,9 +30,16 @@ type Gateway struct {
 	// HostCertificates are optional OpenSSH host certificates ("*-cert.pub")
 	// for the host keys, offered in addition to the plain keys.
 	HostCertificates []string `yaml:"host_certificates"`
-	// UserCAKey is the private key of the user CA that signs the short-lived
-	// certificates the gateway uses to log in to login nodes.
+	// UserCAKey is the private key file of this gateway's user CA, which
+	// signs the short-lived certificates it logs in to login nodes with.
+	// Each gateway has its own (never copy it to another gateway): the
+	// nodes trust all the gateways' public keys (TrustedUserCAKeys lists
+	// them) and can drop one gateway's alone. Either this or UserCAKMS.
 	UserCAKey string `yaml:"user_ca_key"`
+	// UserCAKMS keeps this gateway's user CA key in AWS KMS instead of a
+	// file: the key never leaves KMS, the gateway asks it for one
+	// signature per login.
+	UserCAKMS *kms.Config `yaml:"user_ca_kms"`
 	// AdminSocket is the admin API's Unix socket (created mode 0600; the
 	// connecting user, from the kernel's peer credentials, is the admin).
 	// "off" disables it.
@@ -201,8 +209,11 @@ func (g Gateway) Validate() error {
 	if len(g.HostKeys) == 0 {
 		add("host_keys", "at least one host key file is required (create one with 'frontdoor keygen')")
 	}
-	if g.UserCAKey == "" {
-		add("user_ca_key", "required: the user CA that signs backend login certificates")
+	switch {
+	case g.UserCAKey == "" && g.UserCAKMS == nil:
+		add("user_ca_key", "required (or user_ca_kms): this gateway's user CA, which signs backend login certificates (create one with 'frontdoor keygen')")
+	case g.UserCAKey != "" && g.UserCAKMS != nil:
+		add("user_ca_kms", "set either user_ca_key or user_ca_kms, not both")
 	}
 	for _, d := range []struct {
 		key string

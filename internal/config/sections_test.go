@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/ca/kms"
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
@@ -33,7 +34,9 @@ func TestGatewayValidate(t *testing.T) {
 	}{
 		{"listen", func(g *Gateway) { g.Listen = "22" }, "gateway.listen: not host:port"},
 		{"no host key", func(g *Gateway) { g.HostKeys = nil }, "gateway.host_keys: at least one"},
-		{"no user CA", func(g *Gateway) { g.UserCAKey = "" }, "gateway.user_ca_key: required"},
+		{"no user CA", func(g *Gateway) { g.UserCAKey = "" }, "gateway.user_ca_key: required (or user_ca_kms)"},
+		{"user CA in KMS", func(g *Gateway) { g.UserCAKey, g.UserCAKMS = "", &kms.Config{KeyID: "alias/fd"} }, ""},
+		{"two user CAs", func(g *Gateway) { g.UserCAKMS = &kms.Config{KeyID: "alias/fd"} }, "gateway.user_ca_kms: set either user_ca_key or user_ca_kms, not both"},
 		{"max_auth_tries", func(g *Gateway) { g.MaxAuthTries = 0 }, "gateway.max_auth_tries: must be at least 1"},
 		{"max_connections", func(g *Gateway) { g.MaxConnections = 0 }, "gateway.max_connections: must be at least 1"},
 		{"max_startups", func(g *Gateway) { g.MaxStartups = 0 }, "gateway.max_startups: must be at least 1"},
