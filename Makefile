@@ -6,7 +6,9 @@
 #   make run     the local stack in the foreground (real sshd nodes, gateways, agents, Samba AD)
 #   make bench   benchmarks; results in bench/results/, summary in BENCHMARKS.md
 #                (RELAYBENCH_FLAGS=--quick: the relay bench in a few minutes)
-#   make lint    gofmt, go vet, go.mod tidy, third_party/x-crypto and rawssh byte for byte
+#   make fuzz    every fuzz target of every package, FUZZTIME each (default 60s; one
+#                package: make fuzz FUZZPKGS=./internal/slurm); see test/fuzz.sh
+#   make lint    gofmt, go vet, go.mod tidy, every fuzz target has seeds, third_party/x-crypto and rawssh byte for byte
 #                against upstream + patches, the Prometheus alert rules (promtool), and a
 #                note when x/crypto has a newer release
 #                (make test runs it first, so CI fails on a drifted tree)
@@ -29,7 +31,7 @@ APT_PACKAGES := openssh-server openssh-client rsync socat samba samba-ad-provisi
 	slurmctld slurmd slurmdbd slurm-client munge mariadb-server \
 	chromium fonts-dejavu-core prometheus
 
-.PHONY: deps build test run bench lint docs clean
+.PHONY: deps build test run bench fuzz lint docs clean
 
 deps:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
@@ -59,9 +61,18 @@ bench: build
 	$(GO) run ./bench/gossip -out bench/results/gossip.json
 	@if [ -d bench/cmd/authbench ]; then $(GO) run ./bench/cmd/authbench --out bench/results; fi
 
+# Fuzzing: `make test` runs every target over its seed corpus; this runs
+# each for FUZZTIME. No lock needed (no real server starts); both cores busy.
+FUZZTIME ?= 60s
+FUZZPKGS ?=
+fuzz:
+	FUZZTIME=$(FUZZTIME) test/fuzz.sh $(FUZZPKGS)
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' ':!third_party/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	# Every fuzz target has seeds, so that make test runs it over something.
+	test/fuzz.sh --check-seeds
 	# The module graph is tidy: a fresh `make deps` leaves go.mod and go.sum as they are.
 	$(GO) mod tidy -diff
 	# third_party/README.md: the vendored x/crypto and rawssh are upstream + patches, exactly;

@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -232,9 +233,14 @@ const maxComment = 200
 
 func (s *Server) drain(w http.ResponseWriter, r *http.Request, on bool) {
 	id, _ := IdentityFrom(r.Context())
+	// One JSON object and nothing after it (a Decoder would take the
+	// first of several and ignore the rest).
 	var req drainRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
-	if err := dec.Decode(&req); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4096))
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil {
 		http.Error(w, "want a JSON body {\"node\": NAME, \"comment\": TEXT}: "+err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -247,7 +253,7 @@ func (s *Server) drain(w http.ResponseWriter, r *http.Request, on bool) {
 	if on {
 		verb = "drain"
 	}
-	err := s.o.Source.Drain(req.Node, on, id.String())
+	err = s.o.Source.Drain(req.Node, on, id.String())
 	ev := audit.Event{Type: audit.TypeAdmin, Gateway: s.o.Gateway, User: id.String(), Method: id.Method,
 		Node: sanitize(req.Node), Src: connSrc(r), Result: "ok", Reason: verb}
 	if comment != "" {

@@ -104,6 +104,13 @@ type Gateway struct {
 	LoginGraceTime time.Duration `yaml:"login_grace_time"`
 	// MaxConnections caps concurrent client connections.
 	MaxConnections int `yaml:"max_connections"`
+	// MaxChannels caps the channels open at once on one client
+	// connection (sessions, forwarded connections, both ways); one more
+	// is refused until one closes. Each open channel may hold up to 2 MiB
+	// that the node sent and the client has not taken yet, so this bounds
+	// what one connection can pin (sshd itself allows 10 sessions per
+	// connection, MaxSessions, but forwarded connections without limit).
+	MaxChannels int `yaml:"max_channels"`
 	// MaxStartups caps connections that have not authenticated yet,
 	// from everyone together (like sshd's MaxStartups).
 	MaxStartups int `yaml:"max_startups"`
@@ -159,6 +166,7 @@ func DefaultGateway() Gateway {
 		MaxAuthTries:         6,
 		LoginGraceTime:       60 * time.Second,
 		MaxConnections:       10000,
+		MaxChannels:          128,
 		MaxStartups:          200,
 		PerSourceMaxStartups: 20,
 		PerSourceRate:        10,
@@ -231,7 +239,7 @@ func (g Gateway) Validate() error {
 	for _, n := range []struct {
 		key string
 		v   int
-	}{{"max_auth_tries", g.MaxAuthTries}, {"max_connections", g.MaxConnections}, {"max_startups", g.MaxStartups},
+	}{{"max_auth_tries", g.MaxAuthTries}, {"max_connections", g.MaxConnections}, {"max_channels", g.MaxChannels}, {"max_startups", g.MaxStartups},
 		{"per_source_max_startups", g.PerSourceMaxStartups}, {"per_source_burst", g.PerSourceBurst},
 		{"max_password_checks", g.MaxPasswordChecks}} {
 		if n.v < 1 {

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/awsclient"
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
@@ -184,6 +186,10 @@ func (s *Source) Refresh(ctx context.Context) error {
 	return nil
 }
 
+// maxListPages bounds one listing: 100 nodes a page, far more login nodes
+// than a cluster has.
+const maxListPages = 100
+
 // refresh does steps 1–3 of the package comment; refreshMu is held.
 func (s *Source) refresh(ctx context.Context) ([]Node, error) {
 	pools := map[string]string{}
@@ -196,8 +202,16 @@ func (s *Source) refresh(ctx context.Context) ([]Node, error) {
 	}
 	var nodes []Node
 	seen := map[string]bool{}
-	pages := sagemaker.NewListClusterNodesPaginator(s.api, in)
-	for pages.HasMorePages() {
+	// An answer whose NextToken repeats ends the listing; one whose
+	// tokens never end is an error after maxListPages, not a loop until
+	// the refresh's timeout.
+	pages := sagemaker.NewListClusterNodesPaginator(s.api, in, func(o *sagemaker.ListClusterNodesPaginatorOptions) {
+		o.StopOnDuplicateToken = true
+	})
+	for n := 0; pages.HasMorePages(); n++ {
+		if n == maxListPages {
+			return nil, fmt.Errorf("ListClusterNodes %s: more than %d pages", s.cfg.Cluster, maxListPages)
+		}
 		page, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("ListClusterNodes %s: %w", s.cfg.Cluster, err)
@@ -208,12 +222,18 @@ func (s *Source) refresh(ctx context.Context) ([]Node, error) {
 			if !ok || id == "" || seen[id] {
 				continue // another group (substring filter), not launched yet, or listed twice
 			}
+			if !names.Node.Valid(id) {
+				// It would become the node's name (NodeName's fallback,
+				// uniqueNames), which users type and logs show.
+				s.log.Warn("discovery: instance ID that is not a valid node name ignored", "instance", strconv.Quote(oneLine(id)))
+				continue
+			}
 			seen[id] = true
 			status, msg := "", ""
 			if sum.InstanceStatus != nil {
-				status, msg = string(sum.InstanceStatus.Status), aws.ToString(sum.InstanceStatus.Message)
+				status, msg = oneLine(string(sum.InstanceStatus.Status)), aws.ToString(sum.InstanceStatus.Message)
 			}
-			n := Node{Node: node.Node{Pool: pool}, InstanceID: id, Status: status, InstanceType: string(sum.InstanceType)}
+			n := Node{Node: node.Node{Pool: pool}, InstanceID: id, Status: status, InstanceType: oneLine(string(sum.InstanceType))}
 			n.Eligible, n.Reason = eligibility(status, msg)
 			d, err := s.describe(ctx, id)
 			if err != nil {
@@ -229,7 +249,7 @@ func (s *Source) refresh(ctx context.Context) ([]Node, error) {
 				}
 			}
 			if d.instanceType != "" {
-				n.InstanceType = d.instanceType
+				n.InstanceType = oneLine(d.instanceType)
 			}
 			n.Name = NodeName(d.hostname, id)
 			n.Addr = sshAddr(d.ip, s.cfg.SSHPort)
@@ -272,18 +292,27 @@ func (s *Source) describe(ctx context.Context, id string) (details, error) {
 }
 
 // uniqueNames sorts nodes by name and gives a node whose name another
-// already has its instance ID instead, so names stay unique.
+// already has its instance ID instead, so names stay unique. A node whose
+// instance ID is taken too (another node's host name is that ID: only an
+// API that contradicts itself says so) is left out rather than shown
+// under another node's name.
 func uniqueNames(nodes []Node) []Node {
 	slices.SortFunc(nodes, func(a, b Node) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.InstanceID, b.InstanceID))
 	})
 	taken := map[string]bool{}
-	for i := range nodes {
-		if nodes[i].Name == "" || taken[nodes[i].Name] {
-			nodes[i].Name = nodes[i].InstanceID
+	out := nodes[:0]
+	for _, n := range nodes {
+		if n.Name == "" || taken[n.Name] {
+			n.Name = n.InstanceID
 		}
-		taken[nodes[i].Name] = true
+		if taken[n.Name] {
+			continue
+		}
+		taken[n.Name] = true
+		out = append(out, n)
 	}
+	nodes = out
 	slices.SortFunc(nodes, func(a, b Node) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.InstanceID, b.InstanceID))
 	})

@@ -2,9 +2,10 @@ package discovery
 
 import (
 	"net"
-
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/names"
 	"github.com/frontdoor-hpc/frontdoor/internal/node"
@@ -53,6 +54,27 @@ func sshAddr(ip string, port int) string {
 	return net.JoinHostPort(ip, strconv.Itoa(port))
 }
 
+// maxText bounds the free text of an answer (a status message, an
+// instance type) kept in a Node.
+const maxText = 200
+
+// oneLine makes text the API sent safe for a table, a log line or the
+// status page: control and invalid characters become spaces, the result
+// is trimmed and at most maxText bytes (cut at a character boundary).
+func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.TrimSpace(s)
+	if len(s) > maxText {
+		s = strings.ToValidUTF8(s[:maxText], "")
+	}
+	return s
+}
+
 // eligibility turns a HyperPod instance status into eligible or the reason
 // not. Only Running nodes take logins: Pending and
 // DeepHealthCheckInProgress nodes are not ready, SystemUpdating ones are
@@ -79,9 +101,9 @@ func eligibility(status, message string) (bool, string) {
 	case "":
 		reason = "no status reported"
 	default:
-		reason = "unknown status " + strconv.Quote(status)
+		reason = "unknown status " + strconv.Quote(oneLine(status))
 	}
-	if message != "" {
+	if message = oneLine(message); message != "" {
 		reason += " (" + message + ")"
 	}
 	return false, reason

@@ -348,6 +348,7 @@ func (g *Gateway) relay(c *conn, sconn *ssh.ServerConn, chans <-chan ssh.NewChan
 		AllowDirect:       allowDirect(b.target, lr.policy.ForwardTo),
 		IdleTimeout:       lr.policy.IdleTimeout,
 		IdleWarning:       lr.policy.IdleWarning,
+		MaxChannels:       cfg.Gateway.MaxChannels,
 	}
 	s.close = func() { sconn.Close() }
 	s.relay = r

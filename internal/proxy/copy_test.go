@@ -9,6 +9,15 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
+// sshPair connects an in-process x/crypto client and server (connPair)
+// and returns the client's connection and channels and the server's side.
+func sshPair(t *testing.T) (client ssh.Conn, clientChans <-chan ssh.NewChannel, server Side) {
+	t.Helper()
+	c, s := connPair(t)
+	go ssh.DiscardRequests(c.Reqs)
+	return c.Conn, c.Chans, s
+}
+
 // channelPair returns both ends of a session channel between an in-process
 // x/crypto client and server.
 func channelPair(t *testing.T) (client, server ssh.Channel) {

@@ -7,6 +7,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,12 @@ type Relay struct {
 	AllowDirect func(host string, port uint32) bool
 	IdleTimeout time.Duration
 	IdleWarning time.Duration
+	// MaxChannels (0: no cap) caps the channels open at once, both ways:
+	// one more is refused (resource shortage) until one closes. Each open
+	// channel costs goroutines, a node-side channel or TCP connection,
+	// and up to a window (2 MiB) of what the node sent and the client has
+	// not taken yet.
+	MaxChannels int
 
 	idle *idleWatch // nil without IdleTimeout
 
@@ -120,6 +127,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	// anything that waits on the other side gets its own goroutine, so a
 	// slow peer never stalls the dispatch of the rest.
 	downChans, upChans, downReqs, upReqs := r.Down.Chans, r.Up.Chans, r.Down.Reqs, r.Up.Reqs
+	lim := channelLimit{max: r.MaxChannels, log: r.Log}
 	for downChans != nil || upChans != nil || downReqs != nil || upReqs != nil {
 		select {
 		case nc, ok := <-downChans:
@@ -128,16 +136,22 @@ func (r *Relay) Run(ctx context.Context) error {
 				closeBoth()
 				continue
 			}
+			if !lim.take(nc) {
+				continue
+			}
 			wg.Add(1)
-			go func() { defer wg.Done(); r.openFromClient(nc) }()
+			go func() { defer wg.Done(); defer lim.release(); r.openFromClient(nc) }()
 		case nc, ok := <-upChans:
 			if !ok { // the node connection ended
 				upChans = nil
 				closeBoth()
 				continue
 			}
+			if !lim.take(nc) {
+				continue
+			}
 			wg.Add(1)
-			go func() { defer wg.Done(); r.openFromNode(nc) }()
+			go func() { defer wg.Done(); defer lim.release(); r.openFromNode(nc) }()
 		case req, ok := <-downReqs:
 			if !ok {
 				downReqs = nil
@@ -165,6 +179,31 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// channelLimit counts a connection's open channels against MaxChannels.
+// take runs on Run's goroutine only; release on the channels' own.
+type channelLimit struct {
+	max     int
+	log     *slog.Logger
+	open    atomic.Int64
+	refused int // refusals so far; the first is logged
+}
+
+// take counts nc as open, or refuses it when max are.
+func (l *channelLimit) take(nc ssh.NewChannel) bool {
+	if l.max > 0 && l.open.Load() >= int64(l.max) {
+		if l.refused++; l.refused == 1 {
+			l.log.Warn("channel refused: too many open on this connection (further refusals not logged)",
+				"channel", nc.ChannelType(), "max", l.max, "reason", "max_channels")
+		}
+		nc.Reject(ssh.ResourceShortage, fmt.Sprintf("frontdoor: at most %d channels at once on one connection", l.max))
+		return false
+	}
+	l.open.Add(1)
+	return true
+}
+
+func (l *channelLimit) release() { l.open.Add(-1) }
 
 // ErrKeepaliveTimeout: the login node stopped answering keepalives.
 var ErrKeepaliveTimeout = errors.New("login node stopped answering keepalives")

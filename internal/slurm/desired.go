@@ -168,8 +168,12 @@ func (d Desired) Validate() error {
 			bad("account %s listed twice", a.Name)
 		}
 		accounts[a.Name] = true
-		if !validDescription.MatchString(a.Description) {
-			bad("account %s: description %q: one line of letters, digits, spaces and _.,:;/()@+- (no '|', '=' or quotes)", a.Name, a.Description)
+		// Spaces at either end, or the text stored for no description,
+		// would not read back as given: Plan would change it on every run.
+		if !validDescription.MatchString(a.Description) || a.Description != strings.TrimSpace(a.Description) ||
+			strings.EqualFold(a.Description, emptyDescription) {
+			bad("account %s: description %q: one line of letters, digits, spaces and _.,:;/()@+- (no '|', '=' or quotes, no space at either end, not %q)",
+				a.Name, a.Description, emptyDescription)
 		}
 		gpus("account "+a.Name, a.GPULimit, a.GPUByType)
 	}

@@ -107,18 +107,33 @@ func ParseJobs(out string) ([]Job, error) {
 		if j.TRES, err = parseTRES(cols[8]); err != nil {
 			return nil, fmt.Errorf("sacct line %d: job %s: %w", i+1, j.ID, err)
 		}
-		j.GPUs = j.TRES["gres/gpu"]
-		if j.GPUs == 0 {
-			// Older Slurm lists only typed GPUs: sum gres/gpu:TYPE.
-			for k, n := range j.TRES {
-				if strings.HasPrefix(k, "gres/gpu:") {
-					j.GPUs += n
-				}
-			}
+		if j.GPUs, err = gpusOf(j.TRES); err != nil {
+			return nil, fmt.Errorf("sacct line %d: job %s: %w", i+1, j.ID, err)
 		}
 		jobs = append(jobs, j)
 	}
 	return jobs, nil
+}
+
+// maxGPUs bounds a GPU count read from Slurm (a node's, a job's): far
+// above any machine's, far below a sum of many that could wrap around.
+const maxGPUs = 1 << 16
+
+// gpusOf is an allocation's gres/gpu count; older Slurm lists only typed
+// GPUs, which are summed then (gres/gpu:TYPE).
+func gpusOf(t TRES) (int, error) {
+	n := t["gres/gpu"]
+	if n == 0 {
+		for k, v := range t {
+			if strings.HasPrefix(k, "gres/gpu:") {
+				n += min(v, maxGPUs+1) // no wrap-around, however many types
+			}
+		}
+	}
+	if n > maxGPUs {
+		return 0, fmt.Errorf("%d GPUs is not a plausible count", n)
+	}
+	return n, nil
 }
 
 // baseState is "CANCELLED" of "CANCELLED by 1000" and "RUNNING" of
@@ -188,7 +203,7 @@ func ParseNodeGPUs(out string) ([]NodeGPUs, error) {
 					continue
 				}
 				k, err := strconv.Atoi(parts[len(parts)-1])
-				if err != nil || k < 0 || k > 1<<16 {
+				if err != nil || k < 0 || k > maxGPUs {
 					return nil, fmt.Errorf("sinfo line %d: GRES %q: bad GPU count", i+1, truncate(g, 60))
 				}
 				n += k

@@ -75,10 +75,14 @@ type AssocState struct {
 // description.
 func managedDescription(desc string) string {
 	if desc == "" {
-		return Marker + " managed by frontdoor"
+		return Marker + " " + emptyDescription
 	}
 	return Marker + " " + desc
 }
+
+// emptyDescription is what is stored after Marker for an empty
+// description (Validate refuses it as a description of its own).
+const emptyDescription = "managed by frontdoor"
 
 // splitDescription tells a managed description from another and strips
 // the marker (and the text managedDescription adds for an empty one).
@@ -88,7 +92,7 @@ func splitDescription(stored string) (desc string, managed bool) {
 		return stored, false
 	}
 	rest = strings.TrimSpace(rest)
-	if rest == "managed by frontdoor" {
+	if rest == emptyDescription {
 		rest = ""
 	}
 	return rest, true

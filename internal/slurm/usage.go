@@ -42,6 +42,9 @@ func parseRunning(out string) (GPUTable, error) {
 		if err != nil {
 			return GPUTable{}, fmt.Errorf("squeue: %w", err)
 		}
+		if tres["gres/gpu"] > maxGPUs {
+			return GPUTable{}, fmt.Errorf("squeue: job of %s: %d GPUs is not a plausible count", r[0], tres["gres/gpu"])
+		}
 		if n := tres["gres/gpu"]; n > 0 {
 			t.ByUser[r[0]] += n
 			t.ByAccount[r[1]] += n

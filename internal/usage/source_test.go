@@ -196,6 +196,11 @@ func TestAuditFromS3(t *testing.T) {
 	}
 }
 
+// FuzzReadEvents: whatever an audit file or S3 batch holds, usage keeps
+// only session records inside the window, counts what it keeps, and
+// aggregates them into possible figures. Seeds: testdata/fuzz/FuzzReadEvents
+// (audit-*: internal/audit's FuzzScan corpus, written by its real file and
+// S3 batch writers).
 func FuzzReadEvents(f *testing.F) {
 	f.Add([]byte(`{"time":"2026-11-02T00:00:00Z","type":"session.start","gateway":"gw","session":"s","user":"ann","node":"n"}` + "\n" +
 		`{"time":"2026-11-02T01:00:00Z","type":"session.end","gateway":"gw","session":"s","user":"ann","duration_s":3600}`))
@@ -203,7 +208,15 @@ func FuzzReadEvents(f *testing.F) {
 	f.Add([]byte(`{"time":"2026-11-02T01:00:00Z","type":"session.end","session":"s","user":"ann","duration_s":-1e300}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var evs []audit.Event
-		_, _, _ = usage.ReadEvents(strings.NewReader(string(data)), nov1, dec1, func(e audit.Event) { evs = append(evs, e) })
+		records, _, _ := usage.ReadEvents(strings.NewReader(string(data)), nov1, dec1, func(e audit.Event) { evs = append(evs, e) })
+		if records != len(evs) {
+			t.Fatalf("%d records counted, %d kept", records, len(evs))
+		}
+		for _, e := range evs {
+			if (e.Type != audit.TypeSessionStart && e.Type != audit.TypeSessionEnd) || e.Time.Before(nov1) || !e.Time.Before(dec1) {
+				t.Fatalf("kept %s at %v, outside the types or the window", e.Type, e.Time)
+			}
+		}
 		r := usage.Aggregate(usage.Input{From: nov1, To: dec1, Now: dec1, By: usage.ByUser, Events: evs, Config: usage.DefaultConfig()})
 		for _, row := range r.Rows {
 			if row.SessionHours < 0 || row.LoginNodeHours < 0 || row.SessionHours > 24*30*float64(len(evs)) {

@@ -162,12 +162,17 @@ func groupsOf(entries []*ldap.Entry) (names, dns, guids []string) {
 	return names, dns, guids
 }
 
+// atoi reads a uidNumber or gidNumber: a POSIX id, 0 to 2^32-2 in plain
+// decimal. Anything else is 0, which the caller, seeing the attribute
+// present, takes as a stated uid 0, refused as a principal: a value no
+// login node could map (10000000000, -1, 4294967295) must not pass
+// backend.min_uid as a large uid.
 func atoi(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil || n == math.MaxUint32 {
 		return 0
 	}
-	return n
+	return int(n)
 }
 
 // primaryGroupSID builds the SID of the primary group: the user's SID with

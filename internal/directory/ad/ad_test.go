@@ -52,10 +52,14 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	// Fuzz workers (go test -fuzz) run only fuzz targets, which need no
-	// DC; each would otherwise start one on the same address.
+	// Fuzzing (go test -fuzz: the coordinator and its workers) runs only
+	// fuzz targets, which need no DC; each process would otherwise start
+	// one on the same address.
 	flag.Parse()
 	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		return m.Run()
+	}
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
 		return m.Run()
 	}
 	dir, err := os.MkdirTemp("", "frontdoor-ad-test-")

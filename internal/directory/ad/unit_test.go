@@ -1,6 +1,7 @@
 package ad
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-ldap/ldap/v3"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf"
@@ -159,6 +161,12 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// FuzzParseKeys: a key attribute value yields at most one key, and only a
+// key that is in it, without authorized_keys options (frontdoor cannot
+// enforce them), in sshPublicKey or behind "SSHKey:" in
+// altSecurityIdentities (X509:, Kerberos: and other mappings are not
+// keys); what it yields marshals and parses back to itself. Seeds:
+// testdata/fuzz/FuzzParseKeys (the suite's Samba DC's values among them).
 func FuzzParseKeys(f *testing.F) {
 	f.Add("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl a")
 	f.Add("SSHKey:ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl a")
@@ -166,10 +174,32 @@ func FuzzParseKeys(f *testing.F) {
 	f.Add("X509:<I>CN=x")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f.Fuzz(func(t *testing.T, v string) {
-		e := ldap.NewEntry("CN=x", map[string][]string{KeySSHPublicKey: {v}, KeyAltSecurityIdentities: {v}})
-		for _, k := range append(parseKeys(e, KeySSHPublicKey, log), parseKeys(e, KeyAltSecurityIdentities, log)...) {
-			if k == nil {
-				t.Fatal("nil key")
+		for _, attr := range []string{KeySSHPublicKey, KeyAltSecurityIdentities} {
+			keys := parseKeys(ldap.NewEntry("CN=x", map[string][]string{attr: {v}}), attr, log)
+			if len(keys) > 1 {
+				t.Fatalf("%s %q: %d keys from one value", attr, v, len(keys))
+			}
+			if len(keys) == 0 {
+				continue
+			}
+			k := keys[0]
+			line := v
+			if attr == KeyAltSecurityIdentities {
+				if len(v) < 7 || !strings.EqualFold(v[:7], "SSHKey:") {
+					t.Fatalf("altSecurityIdentities %q is not an SSHKey: mapping, yet gave a key", v)
+				}
+				line = v[7:]
+			}
+			want, _, opts, _, err := ssh.ParseAuthorizedKey([]byte(line))
+			if err != nil || len(opts) > 0 {
+				t.Fatalf("%s %q gave a key, but as authorized_keys it is %v, options %q", attr, v, err, opts)
+			}
+			if !bytes.Equal(k.Marshal(), want.Marshal()) {
+				t.Fatalf("%s %q: key %s, the value holds %s", attr, v, ssh.FingerprintSHA256(k), ssh.FingerprintSHA256(want))
+			}
+			back, err := ssh.ParsePublicKey(k.Marshal())
+			if err != nil || !bytes.Equal(back.Marshal(), k.Marshal()) {
+				t.Fatalf("%s %q: key does not parse back: %v", attr, v, err)
 			}
 		}
 	})

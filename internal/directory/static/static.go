@@ -97,11 +97,24 @@ func Parse(path string, data []byte) (map[string]entry, error) {
 			bad(key+".password_hash", "must be a bcrypt or argon2id hash (make one with 'frontdoor hash-password')")
 			continue
 		}
-		id := directory.Identity{Name: u.Name, Groups: append([]string(nil), u.Groups...), UID: u.UID, GID: u.GID, Source: "static"}
+		if u.UID < 0 || u.UID > maxPOSIXID || u.GID < 0 || u.GID > maxPOSIXID {
+			bad(key+".uid", "uid and gid must be POSIX ids, 0 to %d", maxPOSIXID)
+			continue
+		}
+		// A stated uid (0 included: root's) is known, so backend.min_uid
+		// and the root rule judge it.
+		_, uidStated := lines[key+".uid"]
+		id := directory.Identity{Name: u.Name, Groups: append([]string(nil), u.Groups...), UID: u.UID, UIDSet: uidStated,
+			GID: u.GID, Source: "static"}
 		for j, line := range u.Keys {
-			k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line))
+			k, _, opts, _, err := ssh.ParseAuthorizedKey([]byte(line))
 			if err != nil {
 				bad(fmt.Sprintf("%s.keys[%d]", key, j), "not an authorized_keys line: %v", err)
+				continue
+			}
+			if len(opts) > 0 {
+				// Dropping them would let the key in unrestricted.
+				bad(fmt.Sprintf("%s.keys[%d]", key, j), "authorized_keys options (%s) are not supported: frontdoor cannot enforce them", strings.Join(opts, ","))
 				continue
 			}
 			id.Keys = append(id.Keys, k)
@@ -113,6 +126,9 @@ func Parse(path string, data []byte) (map[string]entry, error) {
 	}
 	return users, nil
 }
+
+// maxPOSIXID is the largest uid or gid (2^32-1 is "no id").
+const maxPOSIXID = 1<<32 - 2
 
 func isHash(h string) bool {
 	return strings.HasPrefix(h, "$argon2id$") || strings.HasPrefix(h, "$2a$") ||

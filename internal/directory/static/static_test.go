@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,9 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/login"
 	"github.com/frontdoor-hpc/frontdoor/internal/names"
+	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf"
 )
 
 func newKey(t *testing.T) ssh.PublicKey {
@@ -140,16 +143,49 @@ func TestParseRejects(t *testing.T) {
 	}
 }
 
+// FuzzParse: a users file loads only as users that can be trusted as
+// written: valid names; keys without authorized_keys options (frontdoor
+// cannot enforce from=, command= and the like, so a key that carries them
+// is refused rather than let in unrestricted, as the AD directory skips
+// them); password hashes of the two kinds; a stated uid or gid a POSIX id,
+// and a stated uid below backend.min_uid (root's 0 included) refused as a
+// certificate principal. Seeds: testdata/fuzz/FuzzParse (configs/users.yaml
+// among them).
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("users: [{name: alice, groups: [a], keys: []}]"))
+	p := login.Principals{MinUID: 1000}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		users, err := Parse("fuzz.yaml", data)
 		if err != nil {
 			return
 		}
-		for name := range users {
-			if !names.User.Valid(name) {
-				t.Fatalf("accepted invalid name %q", name)
+		var file File
+		lines, err := yamlconf.Decode("fuzz.yaml", data, &file)
+		if err != nil {
+			t.Fatalf("Parse accepted what yamlconf refuses: %v", err)
+		}
+		for i, u := range file.Users {
+			e, ok := users[u.Name]
+			if !ok || !names.User.Valid(u.Name) {
+				t.Fatalf("user %q: loaded %v", u.Name, ok)
+			}
+			for _, line := range u.Keys {
+				if _, _, opts, _, err := ssh.ParseAuthorizedKey([]byte(line)); err != nil || len(opts) > 0 {
+					t.Fatalf("user %s: key %q loaded (%v, options %q)", u.Name, line, err, opts)
+				}
+			}
+			if len(e.id.Keys) != len(u.Keys) {
+				t.Fatalf("user %s: %d keys written, %d loaded", u.Name, len(u.Keys), len(e.id.Keys))
+			}
+			if e.hash != "" && !isHash(e.hash) {
+				t.Fatalf("user %s: password hash %q", u.Name, e.hash)
+			}
+			if u.UID < 0 || u.GID < 0 || u.UID >= 1<<32-1 || u.GID >= 1<<32-1 {
+				t.Fatalf("user %s: uid %d, gid %d loaded", u.Name, u.UID, u.GID)
+			}
+			_, stated := lines[fmt.Sprintf("users[%d].uid", i)]
+			if refused := p.Check(e.id) != nil; stated && refused != (u.UID < 1000) {
+				t.Fatalf("user %s with uid %d: refused as a principal %v (min_uid 1000)", u.Name, u.UID, refused)
 			}
 		}
 	})
