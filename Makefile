@@ -6,6 +6,9 @@
 #   make run     the local stack in the foreground (real sshd nodes, gateways, agents, Samba AD)
 #   make bench   benchmarks; results in bench/results/, summary in BENCHMARKS.md
 #                (RELAYBENCH_FLAGS=--quick: the relay bench in a few minutes)
+#   make soak    the soak and fault suite against the local stack (~30 min, root);
+#                bench/results/soak.*, summary in RELIABILITY.md (SOAK_FLAGS: see
+#                go run ./test/cmd/soak -h; a short form runs in make test)
 #   make lint    gofmt, go vet, go.mod tidy, third_party/x-crypto and rawssh byte for byte
 #                against upstream + patches, and a note when x/crypto has a newer release
 #                (make test runs it first, so CI fails on a drifted tree)
@@ -21,11 +24,11 @@ STATE_DIR ?= $(CURDIR)/.stack
 # controller, Slurm with accounting (munge, MariaDB, slurmdbd) for the
 # reconciler tests. No winbind: login-node users stay in /etc/passwd (see docs/testing.md).
 APT_PACKAGES := openssh-server openssh-client rsync socat samba samba-ad-provision samba-dsdb-modules samba-vfs-modules ldb-tools \
-	ca-certificates procps psmisc iproute2 curl \
+	ca-certificates procps psmisc iproute2 curl nftables \
 	slurmctld slurmd slurmdbd slurm-client munge mariadb-server \
 	chromium fonts-dejavu-core
 
-.PHONY: deps build test run bench lint docs clean
+.PHONY: deps build test run bench soak lint docs clean
 
 deps:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
@@ -54,6 +57,12 @@ bench: build
 	$(GO) run ./bench/cmd/relaybench --out bench/results $(RELAYBENCH_FLAGS)
 	$(GO) run ./bench/gossip -out bench/results/gossip.json
 	@if [ -d bench/cmd/authbench ]; then $(GO) run ./bench/cmd/authbench --out bench/results; fi
+
+# The soak: a thousand held sessions and new logins at the highest rate the
+# machine sustains (searched for first), ten minutes steady, then each fault
+# under the same load (test/soak/faults.go). Nothing else should run meanwhile.
+soak: build
+	$(GO) run ./test/cmd/soak --out bench/results $(SOAK_FLAGS)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' ':!third_party/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
