@@ -15,7 +15,8 @@ import (
 // none was shed, its p99 stayed within rateP99, and the logins in flight
 // at its end were no more than two seconds' worth (the backlog did not
 // grow). The search stops at the first step that does not hold; the rate
-// of the last one that did is the soak's.
+// of the last one that did is the soak's, after one more try halfway
+// between it and the first that did not.
 
 // rateP99 is the slowest p99 login latency a sustained rate may have.
 const rateP99 = 2 * time.Second
@@ -26,6 +27,7 @@ const rateMax = 400.0
 
 func (r *run) searchRate(ctx context.Context) float64 {
 	best := 0.0
+	refined := false
 	offered := r.cfg.RateStart
 	r.log.Info("searching for the sustained login rate", "from", offered, "step", r.cfg.RateStep)
 	searchStart := time.Now()
@@ -62,9 +64,18 @@ func (r *run) searchRate(ctx context.Context) float64 {
 		r.log.Info("rate step", "offered", offered, "done", st.Done, "p50", st.P50, "p99", st.P99, "in_flight", inFlight,
 			"passed", st.Passed, "why", st.Why)
 		if !st.Passed {
+			// One more try halfway between the last rate that held and
+			// this one, unless they are close already.
+			if mid := math.Round((best+offered)/2*2) / 2; best > 0 && mid > best && mid < offered && !refined {
+				refined, offered = true, mid
+				continue
+			}
 			break
 		}
 		best = offered
+		if refined {
+			break
+		}
 		offered = math.Round(offered*1.5*2) / 2
 	}
 	if best == 0 {

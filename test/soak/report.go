@@ -41,7 +41,7 @@ func WriteFiles(res *Result, dir, name string) error {
 func Markdown(r *Result) string {
 	var b strings.Builder
 	c := r.Conditions
-	fmt.Fprintf(&b, "# Soak %s\n\n", r.Date)
+	fmt.Fprintf(&b, "# Soak %s (commit %s)\n\n", r.Date, r.Commit)
 	fmt.Fprintf(&b, "Machine: %d CPUs, %d MiB, kernel %s, %s, %s; 1-minute load average %.1f before the run. ", r.Machine.CPUs, r.Machine.MemMiB,
 		r.Machine.Kernel, r.Machine.OpenSSH, r.Machine.GoVersion, r.Machine.LoadBefore)
 	fmt.Fprintf(&b, "Load: %d held sessions (%d streaming, %d forwarding, the rest idle terminals) of %d users through %d gateways to %d nodes; new logins at %.1f/s (%.0f%% by password); steady %.0f s. Setup took %.0f s.\n\n",

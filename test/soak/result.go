@@ -242,9 +242,15 @@ type FaultResult struct {
 	RecoverS float64 `json:"recover_s"`
 	// Measured are the fault's own figures.
 	Measured map[string]any `json:"measured"`
-	Met      bool           `json:"met"`
-	Verdict  string         `json:"verdict"`
-	Notes    []string       `json:"notes,omitempty"`
+	// Counters are the gateways' failure counters that grew meanwhile
+	// (refused connections, failed auths and backend logins, refused
+	// gossip, dropped audit events), and Warnings the warnings and errors
+	// they logged, by message: where the cost came from.
+	Counters map[string]float64 `json:"gateway_counters,omitempty"`
+	Warnings map[string]int     `json:"gateway_warnings,omitempty"`
+	Met      bool               `json:"met"`
+	Verdict  string             `json:"verdict"`
+	Notes    []string           `json:"notes,omitempty"`
 }
 
 // summarize computes the phase figures for [from, to).

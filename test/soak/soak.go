@@ -449,7 +449,9 @@ func (r *run) exercise(ctx context.Context) error {
 			r.log.Warn("not settled before the fault", "fault", name, "err", err)
 		}
 		r.log.Info("fault", "name", name)
+		before := r.signals(ctx)
 		fr := faults[name](ctx, r)
+		fr.Counters, fr.Warnings = r.since(ctx, before)
 		r.res.Faults = append(r.res.Faults, fr)
 		r.mark(name, fr.Start, fr.End.Add(time.Duration(fr.RecoverS*float64(time.Second))))
 		r.res.check("fault: "+name, fr.Goal, fr.Met, "%s", fr.Verdict)

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,7 @@ func main() {
 	defer stop()
 	res, err := soak.Run(ctx, cfg)
 	if res != nil {
+		res.Commit = commit(root)
 		if werr := soak.WriteFiles(res, *out, *name); werr != nil {
 			log.Error("writing the results", "err", werr)
 		}
@@ -95,6 +97,20 @@ func main() {
 	if *strict && len(missed) > 0 {
 		os.Exit(1)
 	}
+}
+
+// commit names the tree the soak ran, with "+changes" when it had
+// uncommitted changes.
+func commit(root string) string {
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+		c += "+changes"
+	}
+	return c
 }
 
 func fail(err error) {
