@@ -18,6 +18,12 @@ type Info struct {
 	KnownHosts string        `json:"known_hosts"`
 	// Slurm is how to reach the stack's Slurm (absent with --no-slurm).
 	Slurm *SlurmInfo `json:"slurm,omitempty"`
+	// TrustedUserCAKeys is the nodes' TrustedUserCAKeys file (every
+	// gateway's user CA key, one per line) and RevokedKeys their KRL; sshd
+	// reads both at every login. Dropping a gateway: delete its line, or
+	// `ssh-keygen -k -u -f REVOKED_KEYS GATEWAY.user_ca_pub`.
+	TrustedUserCAKeys string `json:"trusted_user_ca_keys"`
+	RevokedKeys       string `json:"revoked_keys"`
 }
 
 type GatewayInfo struct {
@@ -35,6 +41,12 @@ type GatewayInfo struct {
 	Config         string `json:"config"`
 	Log            string `json:"log"`
 	Audit          string `json:"audit"`
+	// UserCAKey is this gateway's own user CA (private), UserCAPub its
+	// public key file and UserCAFingerprint its SHA256 fingerprint, which
+	// the nodes' sshd logs with every login this gateway signs.
+	UserCAKey         string `json:"user_ca_key"`
+	UserCAPub         string `json:"user_ca_pub"`
+	UserCAFingerprint string `json:"user_ca_fingerprint"`
 }
 
 type NodeInfo struct {

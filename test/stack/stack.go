@@ -32,6 +32,7 @@ import (
 
 	"github.com/go-ldap/ldap/v3"
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 	"github.com/frontdoor-hpc/frontdoor/test/harness/samba"
@@ -333,7 +334,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		if !portFree(addr, port) {
 			port = 0
 		}
-		opts := harness.NodeOptions{Name: name, Addr: addr, Port: port, Dir: filepath.Join(dir, "nodes", name), UserCAPub: keys.UserCAPub}
+		opts := harness.NodeOptions{Name: name, Addr: addr, Port: port, Dir: filepath.Join(dir, "nodes", name), UserCAPub: keys.UserCAPub,
+			RevokedKeys: keys.RevokedKeys}
 		sshd, err := harness.StartNode(ctx, opts)
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", name, err)
@@ -428,9 +430,18 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		if err := g.Start(ctx); err != nil {
 			return nil, fmt.Errorf("gateway %s: %w", name, err)
 		}
+		caKey, err := keys.GatewayCA(name) // made with the config; the nodes trust it
+		if err != nil {
+			return nil, err
+		}
+		caPub, err := keys.GatewayCAPublicKey(name)
+		if err != nil {
+			return nil, err
+		}
 		out.Gateways = append(out.Gateways, GatewayInfo{Name: name, SSH: sshAddr, Admin: admin, AdminURL: "http://" + admin,
 			AdminSocket: sock, AdminToken: token, AdminTokenFile: tokens + ".client", PID: g.PID(), Config: cfg,
-			Log: logPath, Audit: auditFile})
+			Log: logPath, Audit: auditFile,
+			UserCAKey: caKey, UserCAPub: caKey + ".pub", UserCAFingerprint: ssh.FingerprintSHA256(caPub)})
 		khLines += harness.KnownHostsLine(sshAddr, keys.HostPublicKey) + "\n"
 		log.Info("gateway up", "gateway", name, "ssh", sshAddr, "admin", admin)
 	}
@@ -493,6 +504,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		}
 	}
 
+	out.TrustedUserCAKeys, out.RevokedKeys = keys.UserCAPub, keys.RevokedKeys
 	out.KnownHosts = filepath.Join(dir, "known_hosts")
 	if err := os.WriteFile(out.KnownHosts, []byte(khLines), 0o644); err != nil {
 		return nil, err

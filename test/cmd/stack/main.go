@@ -115,6 +115,14 @@ Admin API (the socket: you are who the kernel says; TCP: the bearer token):
   bin/frontdoor sessions --admin %s --admin-token-file %s
   curl -H "Authorization: Bearer $(cat %s)" %s/metrics
 `, gw.AdminSocket, gw.AdminSocket, st.Nodes[0].Name, gw.AdminSocket, gw.AdminURL, gw.AdminTokenFile, gw.AdminTokenFile, gw.AdminURL)
+	fmt.Printf(`
+User CAs (one per gateway; the nodes trust %s and read the KRL %s at every login):
+`, st.TrustedUserCAKeys, st.RevokedKeys)
+	for _, g := range st.Gateways {
+		fmt.Printf("  %s %s\n", g.Name, g.UserCAFingerprint)
+	}
+	fmt.Printf("  ssh-keygen -k -u -f %s %s    # drop %s: its logins are refused from the next one\n",
+		st.RevokedKeys, gw.UserCAPub, gw.Name)
 	if sl := st.Slurm; sl != nil {
 		fmt.Printf(`
 Slurm (accounts %s, partitions %s; every user above is a Unix user here):
