@@ -8,6 +8,9 @@
 #                (RELAYBENCH_FLAGS=--quick: the relay bench in a few minutes)
 #   make fuzz    every fuzz target of every package, FUZZTIME each (default 60s; one
 #                package: make fuzz FUZZPKGS=./internal/slurm); see test/fuzz.sh
+#   make soak    the soak and fault suite against the local stack (~30 min, root);
+#                bench/results/soak.*, summary in RELIABILITY.md (SOAK_FLAGS: see
+#                go run ./test/cmd/soak -h; a short form runs in make test)
 #   make lint    gofmt, go vet, go.mod tidy, every fuzz target has seeds, third_party/x-crypto and rawssh byte for byte
 #                against upstream + patches, the Prometheus alert rules (promtool), and a
 #                note when x/crypto has a newer release
@@ -27,11 +30,11 @@ STATE_DIR ?= $(CURDIR)/.stack
 # server: `systemctl disable --now prometheus` if you do not want one) to check
 # deploy/prometheus/. No winbind: login-node users stay in /etc/passwd (see docs/testing.md).
 APT_PACKAGES := openssh-server openssh-client rsync socat samba samba-ad-provision samba-dsdb-modules samba-vfs-modules ldb-tools \
-	ca-certificates procps psmisc iproute2 curl \
+	ca-certificates procps psmisc iproute2 curl nftables \
 	slurmctld slurmd slurmdbd slurm-client munge mariadb-server \
 	chromium fonts-dejavu-core prometheus
 
-.PHONY: deps build test run bench fuzz lint docs clean
+.PHONY: deps build test run bench fuzz soak lint docs clean
 
 deps:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
@@ -67,6 +70,12 @@ FUZZTIME ?= 60s
 FUZZPKGS ?=
 fuzz:
 	FUZZTIME=$(FUZZTIME) test/fuzz.sh $(FUZZPKGS)
+
+# The soak: a thousand held sessions and new logins at the highest rate the
+# machine sustains (searched for first), ten minutes steady, then each fault
+# under the same load (test/soak/faults.go). Nothing else should run meanwhile.
+soak: build
+	$(GO) run ./test/cmd/soak --out bench/results $(SOAK_FLAGS)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' ':!third_party/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 )
 
@@ -660,4 +663,68 @@ func TestSinglePoolCompat(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestGatewayPeersSeen: how many gateways a gateway counts alive is a
+// metric, and a peer's going and coming is logged: in a partition each
+// side counts only itself, and an operator must be able to tell.
+func TestGatewayPeersSeen(t *testing.T) {
+	var logs lockedBuffer
+	o := testOptions(t, gatewayConfig("gw1"), RoleGateway)
+	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	gw1 := startWith(t, gatewayConfig("gw1"), o)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(gw1.Collectors()...)
+	alive := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "frontdoor_gossip_gateways" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no frontdoor_gossip_gateways")
+		return 0
+	}
+	gw2 := start(t, gatewayConfig("gw2", gw1), RoleGateway)
+	eventually(t, waitLong, func() error {
+		if n := alive(); n != 2 {
+			return fmt.Errorf("gw1 counts %v gateways", n)
+		}
+		if !strings.Contains(logs.String(), "gateway joined the gateways' pool") {
+			return fmt.Errorf("no join logged: %s", logs.String())
+		}
+		return nil
+	})
+	gw2.Crash()
+	eventually(t, waitDeath, func() error {
+		if n := alive(); n != 1 {
+			return fmt.Errorf("gw1 counts %v gateways", n)
+		}
+		if !strings.Contains(logs.String(), "level=WARN msg=\"cluster: gateway gone from the gateways' pool") ||
+			!strings.Contains(logs.String(), "gateway=gw2") {
+			return fmt.Errorf("no departure logged: %s", logs.String())
+		}
+		return nil
+	})
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger and a test at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -74,12 +74,22 @@ func (d *gatewayDelegate) MergeRemoteState(buf []byte, join bool) {
 
 func (d *gatewayDelegate) NotifyJoin(n *memberlist.Node)   { d.c.gatewayUp(n) }
 func (d *gatewayDelegate) NotifyUpdate(n *memberlist.Node) { d.c.gatewayUp(n) }
+
+// NotifyLeave: a peer left or was declared dead. Its sessions and routed
+// counts stop counting here (ownerAlive), so an operator must be able to
+// see when: a partition looks like this on both sides.
 func (d *gatewayDelegate) NotifyLeave(n *memberlist.Node) {
 	c := d.c
 	c.mu.Lock()
+	_, was := c.alive[n.Name]
 	delete(c.alive, n.Name)
 	delete(c.gateways, n.Name)
+	left := len(c.alive)
 	c.mu.Unlock()
+	if was && n.Name != c.cfg.Name {
+		c.log.Warn("cluster: gateway gone from the gateways' pool (left, or unreachable and declared dead); its sessions no longer count here",
+			"gateway", n.Name, "addr", n.Address(), "gateways_alive", left)
+	}
 	c.notify()
 }
 
@@ -87,12 +97,16 @@ func (c *Cluster) gatewayUp(n *memberlist.Node) {
 	role, meta := decodeMeta(n.Meta)
 	m := Member{Name: n.Name, Addr: n.Address(), Role: role, Meta: meta}
 	c.mu.Lock()
+	_, was := c.alive[n.Name]
 	c.alive[n.Name] = m
 	if n.Name != c.cfg.Name {
 		// A copy: memberlist owns n and changes it under its own lock.
 		c.gateways[n.Name] = &memberlist.Node{Name: n.Name, Addr: slices.Clone(n.Addr), Port: n.Port}
 	}
 	c.mu.Unlock()
+	if !was && n.Name != c.cfg.Name {
+		c.log.Info("cluster: gateway joined the gateways' pool", "gateway", n.Name, "addr", n.Address())
+	}
 	c.notify()
 }
 

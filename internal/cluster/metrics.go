@@ -3,11 +3,16 @@ package cluster
 import "github.com/prometheus/client_golang/prometheus"
 
 // Collectors are the cluster's metrics: the gossiped entries it refused,
-// by reason (a rogue or misconfigured member shows here first), and what
-// the login nodes' agents warn about (a fixed vocabulary, one series per
-// node and warning, for alerting).
+// by reason (a rogue or misconfigured member shows here first), what the
+// login nodes' agents warn about (a fixed vocabulary, one series per node
+// and warning, for alerting), and how many gateways this one counts alive:
+// each side of a partition counts only its own, which is how an operator
+// tells a split pool from a dead gateway.
 func (c *Cluster) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "frontdoor_gossip_gateways",
+			Help: "Gateways this gateway counts alive in the gateways' pool, itself included (fewer than deployed: a gateway is down or the pool is split)."},
+			func() float64 { return float64(len(c.Members())) }),
 		&refusalCollector{c: c, desc: prometheus.NewDesc("frontdoor_gossip_refused_total",
 			"Gossiped entries refused: unsigned or wrongly signed health, a node not in the inventory, an address or pool claim that does not match it, impossible health figures, unsealed gateway state, versions ahead of the clock.",
 			[]string{"reason"}, nil)},

@@ -88,6 +88,11 @@ type Syncer struct {
 	Watch    time.Duration // how often the directory version is polled
 	// Timeout bounds one whole round (build, state, apply).
 	Timeout time.Duration
+	// RetryMin is the first wait before a failed round is tried again;
+	// each further failure doubles it, up to Interval (0: 10s). Without
+	// it a Slurm that comes back waits out a whole Interval (10 minutes
+	// by default) before the sync catches up.
+	RetryMin time.Duration
 }
 
 // Round is one reconciliation's outcome.
@@ -114,23 +119,37 @@ func (s *Syncer) Once(ctx context.Context) Round {
 	return Round{Changes: slurm.Pending(changes), Applied: applied, Err: err}
 }
 
-// Run reconciles until ctx ends. A failed round is logged and retried at
-// the next tick; it never stops the loop.
+// Run reconciles until ctx ends. A failed round is logged and tried again
+// after RetryMin, doubling up to Interval, until one succeeds; it never
+// stops the loop.
 func (s *Syncer) Run(ctx context.Context) error {
+	retryMin := s.RetryMin
+	if retryMin <= 0 {
+		retryMin = 10 * time.Second
+	}
+	var backoff time.Duration
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
 	round := func(why string) {
 		r := s.Once(ctx)
 		switch {
 		case r.Err != nil && ctx.Err() == nil:
-			s.Log.Error("slurm sync failed", "trigger", why, "applied", r.Applied, "of", r.Changes, "err", r.Err)
+			backoff = min(max(2*backoff, retryMin), max(s.Interval, retryMin))
+			s.Log.Error("slurm sync failed", "trigger", why, "applied", r.Applied, "of", r.Changes, "err", r.Err, "retry_in", backoff)
+			retry.Reset(backoff)
+			return
 		case r.Changes > 0:
 			s.Log.Info("slurm sync applied changes", "trigger", why, "applied", r.Applied)
 		default:
 			s.Log.Debug("slurm sync: in step", "trigger", why)
 		}
+		backoff = 0
+		retry.Stop()
 	}
 	// The watch's baseline is read before the first round, so a change
 	// made while that round runs is seen at the next poll. A round that
-	// fails is retried at the interval, not at every poll.
+	// fails is retried with the backoff, not at every poll.
 	var w *directory.Watch
 	if v, ok := s.Dir.(directory.Versioner); ok && s.Watch > 0 {
 		w = &directory.Watch{Source: v, Interval: s.Watch, Timeout: s.Timeout,
@@ -155,6 +174,8 @@ func (s *Syncer) Run(ctx context.Context) error {
 			return ctx.Err()
 		case <-tick.C:
 			round("interval")
+		case <-retry.C:
+			round("retry")
 		case <-watch:
 			_, _ = w.Poll(ctx)
 		}

@@ -19,16 +19,10 @@ func ChildrenCPU(pid int) (float64, error) { return statCPU(pid, 13) }
 // from the field after the parenthesised command name (utime and stime are
 // fields 14 and 15 of the line, 11 and 12 here; cutime and cstime follow).
 func statCPU(pid, field int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := statFields(pid)
 	if err != nil {
 		return 0, err
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 > len(s) {
-		return 0, errors.New("bad /proc stat")
-	}
-	f := strings.Fields(s[i+2:])
 	if len(f) <= field+1 {
 		return 0, errors.New("short /proc stat")
 	}
@@ -39,4 +33,19 @@ func statCPU(pid, field int) (float64, error) {
 	}
 	const clkTck = 100 // USER_HZ on Linux
 	return (a + b2) / clkTck, nil
+}
+
+// statFields are the fields of /proc/PID/stat after the parenthesised
+// command name (which may hold spaces): state, ppid, pgrp, ….
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 > len(s) {
+		return nil, errors.New("bad /proc stat")
+	}
+	return strings.Fields(s[i+2:]), nil
 }

@@ -4,36 +4,16 @@ package main
 // free pids.
 
 import (
-	"bufio"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
 
-func rssKiB(pid int) (int64, error) {
-	return procStatusKiB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:")
-}
+func rssKiB(pid int) (int64, error) { return harness.StatusKiB(pid, "VmRSS:") }
 
-func memAvailableKiB() int64 {
-	v, _ := procStatusKiB("/proc/meminfo", "MemAvailable:")
-	return v
-}
-
-func procStatusKiB(file, key string) (int64, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), key); ok {
-			return strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in %s", key, file)
-}
+func memAvailableKiB() int64 { return harness.MemAvailableKiB() }
 
 // pidsFree is how many more processes the kernel will create.
 func pidsFree() int {

@@ -1,4 +1,4 @@
-package main
+package stack
 
 // One stack at a time. A second stack started from the same state
 // directory, or while another stack's Samba DC holds the AD address, used
