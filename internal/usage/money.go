@@ -30,6 +30,30 @@ func (c Cents) String() string {
 // MarshalJSON writes the amount as a JSON number with two decimals, exact.
 func (c Cents) MarshalJSON() ([]byte, error) { return []byte(c.String()), nil }
 
+// UnmarshalJSON reads what MarshalJSON writes (a JSON number, or a string
+// holding one) exactly, through ParseAmount: a report written by one
+// frontdoor reads back to the cent in another. An amount finer than a
+// cent is refused rather than rounded: no report has one.
+func (c *Cents) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if s == "null" {
+		return nil // encoding/json's convention: null leaves the value as it is
+	}
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	r, err := ParseAmount(s)
+	if err != nil {
+		return fmt.Errorf("usage: amount: %w", err)
+	}
+	r.Mul(r, big.NewRat(100, 1))
+	if !r.IsInt() {
+		return fmt.Errorf("usage: amount %q: %w (finer than a cent)", s, errAmount)
+	}
+	*c = Cents(r.Num().Int64())
+	return nil
+}
+
 // Float is the amount in currency units (for charts and fractions only).
 func (c Cents) Float() float64 { return float64(c) / 100 }
 

@@ -135,3 +135,25 @@ func TestRoundCents(t *testing.T) {
 		}
 	}
 }
+
+func TestCentsJSONRoundTrip(t *testing.T) {
+	for _, c := range []Cents{0, 1, -1, 5, 100, 6908, -12345, 99_999_999_999} {
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Cents
+		if err := json.Unmarshal(b, &back); err != nil || back != c {
+			t.Errorf("%d: %s read back as %d (%v)", c, b, back, err)
+		}
+	}
+	var c Cents
+	if err := json.Unmarshal([]byte(`"12.50"`), &c); err != nil || c != 1250 {
+		t.Errorf(`"12.50": %d, %v`, c, err)
+	}
+	for _, bad := range []string{`0.001`, `1e300`, `"abc"`, `true`, `"0x10"`} {
+		if err := json.Unmarshal([]byte(bad), &c); err == nil {
+			t.Errorf("%s accepted as %d", bad, c)
+		}
+	}
+}
