@@ -38,6 +38,7 @@ func (c *Cluster) SetSessions(user, node string, n int) {
 // gateway to next(current).
 func (c *Cluster) addSession(user, node string, next func(int) int) {
 	key := kindSession + "/" + c.cfg.Name + "/" + node + "/" + user
+	c.rebase()
 	now := c.now()
 	c.mu.Lock()
 	var v sessionVal
@@ -167,8 +168,15 @@ func (c *Cluster) Affinity(user string) *route.Affinity {
 //   - Alive: a new version of the node's signed health arrived within
 //     NodeDeadAfter. Nothing else: no membership, which any holder of the
 //     gossip key could forge.
-//   - HealthAt: when the figures were measured, by our clock at the
-//     latest (route.stale_after judges it).
+//   - HealthAt: when the figures were measured, on our clock: this
+//     version's arrival (its monotonic reading, so a step of our wall
+//     clock does not age it) less the measurement's age when the node
+//     sent it, which the node counts on its own clock (the version's time
+//     less the measurement's: a heartbeat repeats an old measurement
+//     under a new version, and route.stale_after must still see it age).
+//     The node's and our wall clocks are never compared: they need not
+//     agree (skew.go). Health is never relayed (send.go), so arrival is
+//     the sending plus one hop.
 //   - Sessions + RecentlyRouted: at least the node's own count plus the
 //     logins routed since its measurement, and at least the live sessions
 //     the gateways themselves hold there: a node cannot claim to be
@@ -183,11 +191,13 @@ func (c *Cluster) Nodes() []route.Node {
 	type hv struct {
 		h    Health
 		recv time.Time
+		at   time.Time // measured, on our clock
 	}
 	health := map[string]hv{}
 	for k, e := range c.st.byKind[kindHealth] {
 		if h, ok := decode[Health](e); ok {
-			health[strings.TrimPrefix(k, kindHealth+"/")] = hv{h, e.recv}
+			age := time.Duration(int64(e.Ver) - h.At.UnixNano()) // on the node's clock
+			health[strings.TrimPrefix(k, kindHealth+"/")] = hv{h, e.recv, e.recv.Add(-max(age, 0))}
 		}
 	}
 	for k, e := range c.st.byKind[kindRouted] {
@@ -216,10 +226,7 @@ func (c *Cluster) Nodes() []route.Node {
 			}
 			h.Addr, h.Pool = n.Addr, n.Pool
 		}
-		at := h.At
-		if x.recv.Before(at) {
-			at = x.recv // never trust a clock ahead of ours
-		}
+		at := x.at
 		// Logins routed after the measurement are not in h.Sessions yet.
 		since := max(at.UnixMilli(), now.Add(-c.cfg.RoutedWindow).UnixMilli())
 		recent := 0
