@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -168,14 +169,14 @@ func (c *Cluster) Affinity(user string) *route.Affinity {
 //   - Alive: a new version of the node's signed health arrived within
 //     NodeDeadAfter. Nothing else: no membership, which any holder of the
 //     gossip key could forge.
-//   - HealthAt: when the figures were measured, on our clock: this
-//     version's arrival (its monotonic reading, so a step of our wall
-//     clock does not age it) less the measurement's age when the node
-//     sent it, which the node counts on its own clock (the version's time
-//     less the measurement's: a heartbeat repeats an old measurement
+//   - HealthAt: when the figures were measured, on our clock
+//     (measuredAt): the node's own measurement time while its clock
+//     agrees with ours (within sameClock), else this version's arrival
+//     less the measurement's age when the node sent it, which the node
+//     counts on its own clock (a heartbeat repeats an old measurement
 //     under a new version, and route.stale_after must still see it age).
-//     The node's and our wall clocks are never compared: they need not
-//     agree (skew.go). Health is never relayed (send.go), so arrival is
+//     So a node's clock off from ours never makes its health look stale
+//     or fresh (skew.go). Health is never relayed (send.go): arrival is
 //     the sending plus one hop.
 //   - Sessions + RecentlyRouted: at least the node's own count plus the
 //     logins routed since its measurement, and at least the live sessions
@@ -196,8 +197,7 @@ func (c *Cluster) Nodes() []route.Node {
 	health := map[string]hv{}
 	for k, e := range c.st.byKind[kindHealth] {
 		if h, ok := decode[Health](e); ok {
-			age := time.Duration(int64(e.Ver) - h.At.UnixNano()) // on the node's clock
-			health[strings.TrimPrefix(k, kindHealth+"/")] = hv{h, e.recv, e.recv.Add(-max(age, 0))}
+			health[strings.TrimPrefix(k, kindHealth+"/")] = hv{h, e.recv, measuredAt(h.At, e)}
 		}
 	}
 	for k, e := range c.st.byKind[kindRouted] {
@@ -256,6 +256,26 @@ func (c *Cluster) Nodes() []route.Node {
 	}
 	slices.SortFunc(out, func(a, b route.Node) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// sameClock is how far a node's clock may be from ours (its version's
+// time against the arrival) and still be taken as agreeing: the one hop,
+// with room for a loaded machine.
+const sameClock = time.Second
+
+// measuredAt is when health measured at (the node's clock) was measured,
+// on our clock (see Nodes): the node's own time while its clock agrees
+// with ours, else the arrival less the measurement's age as the node
+// counts it (version time less measurement time, both its clock).
+func measuredAt(at time.Time, e *entry) time.Time {
+	sent := time.Unix(0, int64(min(e.Ver, math.MaxInt64)))
+	if off := e.recv.Sub(sent); off > -sameClock && off < sameClock {
+		if e.recv.Before(at) {
+			return e.recv // never ahead of its arrival
+		}
+		return at
+	}
+	return e.recv.Add(-max(sent.Sub(at), 0))
 }
 
 // observedNode is what the live gateways hold on one node.

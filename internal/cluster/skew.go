@@ -37,6 +37,9 @@ func (c *Cluster) noteOffset(member string, off time.Duration) {
 	now := c.now()
 	beyond := off > c.cfg.MaxClockSkew || off < -c.cfg.MaxClockSkew
 	c.mu.Lock()
+	if c.offsets == nil {
+		c.offsets = map[string]time.Duration{}
+	}
 	if _, ok := c.offsets[member]; !ok && len(c.offsets) >= maxOffsets {
 		clear(c.offsets)
 	}
