@@ -1,10 +1,6 @@
 package cluster
 
-import (
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-)
+import "time"
 
 // How far other members' clocks are from ours.
 //
@@ -67,16 +63,4 @@ func (c *Cluster) ClockOffsets() map[string]time.Duration {
 		out[k] = v
 	}
 	return out
-}
-
-type offsetCollector struct {
-	c    *Cluster
-	desc *prometheus.Desc
-}
-
-func (o *offsetCollector) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
-func (o *offsetCollector) Collect(ch chan<- prometheus.Metric) {
-	for member, off := range o.c.ClockOffsets() {
-		ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, off.Seconds(), member)
-	}
 }
