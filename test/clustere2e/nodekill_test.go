@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
 
@@ -28,8 +29,13 @@ type killedLogin struct {
 // (A login that had authenticated on the node is a session there; those
 // may end.) The soak's node-kill fault: 46 of 362 failed.
 func TestNodeKillUnderLogins(t *testing.T) {
-	// login3 is the least loaded: every fresh user goes there first.
-	w := newWorld(t, 2.0, 2.0, 0.2)
+	// login3 is the least loaded: every fresh user goes there first. Every
+	// client here is 127.0.0.1: its per-source limits must not be what
+	// refuses them.
+	w := newWorldOpts(t, worldOpts{edit: func(c *config.Config) {
+		g := &c.Gateway
+		g.PerSourceMaxStartups, g.PerSourceBurst, g.PerSourceRate = 1000, 1000, 1000
+	}}, 2.0, 2.0, 0.2)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const workers = 6
