@@ -266,16 +266,16 @@ const sameClock = time.Second
 // measuredAt is when health measured at (the node's clock) was measured,
 // on our clock (see Nodes): the node's own time while its clock agrees
 // with ours, else the arrival less the measurement's age as the node
-// counts it (version time less measurement time, both its clock).
+// counts it (version time less measurement time, both its clock). Either
+// way as an offset from the arrival, so that it keeps the arrival's
+// monotonic reading: a later step of our wall clock must not age it.
 func measuredAt(at time.Time, e *entry) time.Time {
 	sent := time.Unix(0, int64(min(e.Ver, math.MaxInt64)))
+	age := sent.Sub(at) // on the node's clock
 	if off := e.recv.Sub(sent); off > -sameClock && off < sameClock {
-		if e.recv.Before(at) {
-			return e.recv // never ahead of its arrival
-		}
-		return at
+		age = e.recv.Sub(at) // on ours: the same clock
 	}
-	return e.recv.Add(-max(sent.Sub(at), 0))
+	return e.recv.Add(-max(age, 0)) // never ahead of its arrival
 }
 
 // observedNode is what the live gateways hold on one node.

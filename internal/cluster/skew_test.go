@@ -80,3 +80,24 @@ func TestClockJump(t *testing.T) {
 	t.Logf("gw1 took gw2's write %v after its clock came back", time.Since(back).Round(time.Millisecond))
 	eventually(t, waitLong, func() error { return errors.Join(usable(gw1), usable(gw2)) })
 }
+
+// TestMeasuredAtKeepsArrivalClock: a node's measurement time on our clock
+// carries the monotonic reading of its arrival, with the node's clock
+// agreeing with ours or not: a step of our own wall clock afterwards (the
+// soak's clock jump) must not make health that arrived before it look
+// stale. (It did for health that arrived just before the jump: one
+// denied login in the soak.)
+func TestMeasuredAtKeepsArrivalClock(t *testing.T) {
+	recv := time.Now()
+	for name, nodeClock := range map[string]time.Duration{"agreeing": 0, "behind": -10 * time.Minute, "ahead": 10 * time.Minute} {
+		sent := recv.Add(nodeClock).Round(0)
+		e := &entry{Ver: uint64(sent.UnixNano()), recv: recv}
+		got := measuredAt(sent.Add(-2*time.Second), e)
+		if got == got.Round(0) {
+			t.Errorf("%s: %v has no monotonic reading", name, got)
+		}
+		if d := recv.Sub(got); d < 2*time.Second || d > 2*time.Second+100*time.Millisecond {
+			t.Errorf("%s: measured %v before arrival, want 2s", name, d)
+		}
+	}
+}
