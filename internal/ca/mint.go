@@ -66,6 +66,16 @@ func (c *CA) Close() {
 	}
 }
 
+// BackDate is how far before the gateway's now a certificate is valid
+// from: how far the gateway's clock may be ahead of a login node's. Wide,
+// because it costs nothing: the key is made for this one login and never
+// leaves the gateway's memory, so a certificate valid "before" it existed
+// lets nobody in earlier (the same reasoning as ssh-keygen's -V with a
+// start well in the past). A gateway whose clock is behind a node's has
+// only the lifetime (backend.cert_validity) as tolerance: that end bounds
+// what a stolen certificate is worth and stays short.
+const BackDate = time.Hour
+
 // Login is what one backend certificate is for.
 type Login struct {
 	// Principal is the Unix user on the login node.
@@ -126,9 +136,8 @@ func (c *CA) Sign(ctx context.Context, l Login) (ssh.Signer, error) {
 		CertType:        ssh.UserCert,
 		KeyId:           KeyID(c.gateway, l.Session, l.User),
 		ValidPrincipals: []string{l.Principal},
-		// Back-date a little for clock skew between gateway and node.
-		ValidAfter:  uint64(now.Add(-2 * time.Minute).Unix()),
-		ValidBefore: uint64(now.Add(c.validity).Unix()),
+		ValidAfter:      uint64(now.Add(-BackDate).Unix()),
+		ValidBefore:     uint64(now.Add(c.validity).Unix()),
 		Permissions: ssh.Permissions{
 			CriticalOptions: map[string]string{"source-address": source},
 			Extensions:      extensions(l.Rights),

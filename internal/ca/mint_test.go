@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -167,3 +168,37 @@ type closingAuthority struct {
 }
 
 func (c *closingAuthority) Close() { c.closed = true }
+
+// TestClockSkew: a certificate minted by a gateway whose clock is ahead
+// of a login node's by up to BackDate is valid at the node (the soak's
+// clock-jump fault: 10 minutes); one whose clock is behind has the
+// lifetime as tolerance, and no more.
+func TestClockSkew(t *testing.T) {
+	c, _ := newCA(t)
+	node := time.Unix(1_800_000_000, 0)
+	for _, tt := range []struct {
+		gateway time.Duration // the gateway's clock, ahead of the node's
+		valid   bool
+	}{
+		{0, true},
+		{10 * time.Minute, true},
+		{BackDate - time.Second, true},
+		{BackDate + time.Second, false},
+		{-5*time.Minute + time.Second, true}, // behind: within the 5 min lifetime
+		{-5*time.Minute - time.Second, false},
+	} {
+		c.now = func() time.Time { return node.Add(tt.gateway) }
+		s, err := c.Sign(context.Background(), Login{Principal: "alice", Source: src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checker := ssh.CertChecker{
+			IsUserAuthority:          func(k ssh.PublicKey) bool { return bytes.Equal(k.Marshal(), c.PublicKey().Marshal()) },
+			Clock:                    func() time.Time { return node },
+			SupportedCriticalOptions: []string{"source-address"},
+		}
+		if err := checker.CheckCert("alice", certOf(t, s)); (err == nil) != tt.valid {
+			t.Errorf("gateway %v ahead of the node: %v, want valid %v", tt.gateway, err, tt.valid)
+		}
+	}
+}

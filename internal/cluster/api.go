@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ func (c *Cluster) SetSessions(user, node string, n int) {
 // gateway to next(current).
 func (c *Cluster) addSession(user, node string, next func(int) int) {
 	key := kindSession + "/" + c.cfg.Name + "/" + node + "/" + user
+	c.rebase()
 	now := c.now()
 	c.mu.Lock()
 	var v sessionVal
@@ -167,8 +169,15 @@ func (c *Cluster) Affinity(user string) *route.Affinity {
 //   - Alive: a new version of the node's signed health arrived within
 //     NodeDeadAfter. Nothing else: no membership, which any holder of the
 //     gossip key could forge.
-//   - HealthAt: when the figures were measured, by our clock at the
-//     latest (route.stale_after judges it).
+//   - HealthAt: when the figures were measured, on our clock
+//     (measuredAt): the node's own measurement time while its clock
+//     agrees with ours (within sameClock), else this version's arrival
+//     less the measurement's age when the node sent it, which the node
+//     counts on its own clock (a heartbeat repeats an old measurement
+//     under a new version, and route.stale_after must still see it age).
+//     So a node's clock off from ours never makes its health look stale
+//     or fresh (skew.go). Health is never relayed (send.go): arrival is
+//     the sending plus one hop.
 //   - Sessions + RecentlyRouted: at least the node's own count plus the
 //     logins routed since its measurement, and at least the live sessions
 //     the gateways themselves hold there: a node cannot claim to be
@@ -183,11 +192,12 @@ func (c *Cluster) Nodes() []route.Node {
 	type hv struct {
 		h    Health
 		recv time.Time
+		at   time.Time // measured, on our clock
 	}
 	health := map[string]hv{}
 	for k, e := range c.st.byKind[kindHealth] {
 		if h, ok := decode[Health](e); ok {
-			health[strings.TrimPrefix(k, kindHealth+"/")] = hv{h, e.recv}
+			health[strings.TrimPrefix(k, kindHealth+"/")] = hv{h, e.recv, measuredAt(h.At, e)}
 		}
 	}
 	for k, e := range c.st.byKind[kindRouted] {
@@ -216,10 +226,7 @@ func (c *Cluster) Nodes() []route.Node {
 			}
 			h.Addr, h.Pool = n.Addr, n.Pool
 		}
-		at := h.At
-		if x.recv.Before(at) {
-			at = x.recv // never trust a clock ahead of ours
-		}
+		at := x.at
 		// Logins routed after the measurement are not in h.Sessions yet.
 		since := max(at.UnixMilli(), now.Add(-c.cfg.RoutedWindow).UnixMilli())
 		recent := 0
@@ -249,6 +256,26 @@ func (c *Cluster) Nodes() []route.Node {
 	}
 	slices.SortFunc(out, func(a, b route.Node) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// sameClock is how far a node's clock may be from ours (its version's
+// time against the arrival) and still be taken as agreeing: the one hop,
+// with room for a loaded machine.
+const sameClock = time.Second
+
+// measuredAt is when health measured at (the node's clock) was measured,
+// on our clock (see Nodes): the node's own time while its clock agrees
+// with ours, else the arrival less the measurement's age as the node
+// counts it (version time less measurement time, both its clock). Either
+// way as an offset from the arrival, so that it keeps the arrival's
+// monotonic reading: a later step of our wall clock must not age it.
+func measuredAt(at time.Time, e *entry) time.Time {
+	sent := time.Unix(0, int64(min(e.Ver, math.MaxInt64)))
+	age := sent.Sub(at) // on the node's clock
+	if off := e.recv.Sub(sent); off > -sameClock && off < sameClock {
+		age = e.recv.Sub(at) // on ours: the same clock
+	}
+	return e.recv.Add(-max(age, 0)) // never ahead of its arrival
 }
 
 // observedNode is what the live gateways hold on one node.

@@ -197,6 +197,8 @@ type Cluster struct {
 	// lied is when a node last sent health signed with its own host key
 	// that no real node could send (trust.go).
 	lied map[string]time.Time
+	// offsets are how far each member's clock is from ours (skew.go).
+	offsets map[string]time.Duration
 }
 
 // Start binds the transports, joins the other gateways (retrying in the
@@ -241,6 +243,7 @@ func Start(ctx context.Context, cfg Config, opt Options) (*Cluster, error) {
 
 		refusals:      make(map[string]uint64),
 		refusalLogged: make(map[string]time.Time),
+		offsets:       make(map[string]time.Duration),
 	}
 	if opt.Role == RoleAgent {
 		c.st.sign = c.signHealth
@@ -331,6 +334,7 @@ func (c *Cluster) loop() {
 		case <-gwSync.C:
 			c.syncGateways()
 		case <-gc.C:
+			c.rebase()
 			c.mu.Lock()
 			c.st.gc(c.now(), c.ownerAlive)
 			c.mu.Unlock()
@@ -459,6 +463,7 @@ func (c *Cluster) notify() {
 // write stores a local value (nil deletes) and sends it. The caller must
 // not hold mu.
 func (c *Cluster) write(key string, val any) error {
+	c.rebase()
 	c.mu.Lock()
 	e, err := c.st.put(key, val, c.now())
 	c.mu.Unlock()
@@ -467,6 +472,28 @@ func (c *Cluster) write(key string, val any) error {
 	}
 	c.send(e)
 	return nil
+}
+
+// rebase restarts a gateway's hybrid clock after its wall clock stepped
+// back (store.rebase), sends what it re-stamped, and says so: the step is
+// the operator's to explain. Agents keep theirs: their only key is their
+// own health, ordered against nothing but itself. The caller must not hold
+// mu.
+func (c *Cluster) rebase() {
+	if c.role != RoleGateway {
+		return
+	}
+	c.mu.Lock()
+	re, ahead := c.st.rebase(c.now())
+	c.mu.Unlock()
+	if ahead == 0 {
+		return
+	}
+	c.log.Warn("cluster: the wall clock stepped back; versions restarted from it, entries written while it was ahead re-stamped",
+		"ahead", ahead.Round(time.Millisecond).String(), "restamped", len(re))
+	for _, e := range re {
+		c.send(e)
+	}
 }
 
 // logWriter turns memberlist's "[LEVEL] memberlist: ..." lines into slog.

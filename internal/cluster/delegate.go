@@ -206,9 +206,9 @@ func (c *Cluster) takeMessage(tag byte, b []byte, fromGateways bool) {
 				"gateway state on the agent port: a gateway of the previous release? set single_pool_compat while upgrading"))
 			return
 		}
-		es, err := c.openEntries(msgSealed, b)
-		if err != nil {
-			c.noteRefusal(&entry{Origin: "(sealed message)"}, refuse(refusedSealedOpen, "%v", err))
+		es, r := c.openEntries(msgSealed, b)
+		if r != nil {
+			c.noteRefusal(&entry{Origin: "(sealed message)"}, r)
 			return
 		}
 		c.apply(es, true)
@@ -269,9 +269,9 @@ func (c *Cluster) mergeState(buf []byte, takeSealed bool) {
 	if len(pp.Sealed) == 0 || !takeSealed {
 		return
 	}
-	es, err := c.openEntries(msgSealed, pp.Sealed)
-	if err != nil {
-		c.noteRefusal(&entry{Origin: "(sealed state)"}, refuse(refusedSealedOpen, "%v", err))
+	es, r := c.openEntries(msgSealed, pp.Sealed)
+	if r != nil {
+		c.noteRefusal(&entry{Origin: "(sealed state)"}, r)
 		return
 	}
 	c.apply(es, true)
@@ -301,8 +301,12 @@ func (c *Cluster) apply(in []entry, sealed bool) {
 			c.noteRefusal(e, err)
 			continue
 		}
-		if !skip {
-			kept = append(kept, *e)
+		if skip {
+			continue
+		}
+		kept = append(kept, *e)
+		if h, ok := decode[Health](e); ok && isHealth(e.Key) {
+			c.noteOffset(e.Origin, h.At.Sub(now))
 		}
 	}
 	var answers []entry

@@ -65,17 +65,21 @@ func TestNodesLiveness(t *testing.T) {
 	c := judge(t)
 	now := time.Now()
 	c.now = func() time.Time { return now }
-	h := Health{Pool: "gpu", SSHDUp: true, At: now.Add(-time.Hour), CPUs: 4, MemAvailFrac: 1}
-	for name, recv := range map[string]time.Time{
+	// Measured an hour before it was sent, by the node's clock, which is
+	// a day behind ours: the figures are an hour old on arrival.
+	sent := now.Add(-24 * time.Hour)
+	h := Health{Pool: "gpu", SSHDUp: true, At: sent.Add(-time.Hour), CPUs: 4, MemAvailFrac: 1}
+	recvs := map[string]time.Time{
 		"fresh":   now.Add(-time.Second),
 		"edge":    now.Add(-c.cfg.NodeDeadAfter),
 		"silent":  now.Add(-c.cfg.NodeDeadAfter - time.Millisecond),
 		"future":  now.Add(time.Minute), // a clock ahead of ours
 		"liar":    now,
 		"ex-liar": now,
-	} {
+	}
+	for name, recv := range recvs {
 		testNodes.add(t, name)
-		c.st.set(&entry{Key: "h/" + name, Ver: 1, Origin: name, Val: val(t, h), recv: recv})
+		c.st.set(&entry{Key: "h/" + name, Ver: uint64(sent.UnixNano()), Origin: name, Val: val(t, h), recv: recv})
 	}
 	c.lied = map[string]time.Time{"liar": now.Add(-c.cfg.LiarPenalty), "ex-liar": now.Add(-c.cfg.LiarPenalty - time.Second)}
 	want := map[string][2]bool{ // alive, lied
@@ -90,8 +94,8 @@ func TestNodesLiveness(t *testing.T) {
 		if w := want[n.Name]; n.Alive != w[0] || n.Lied != w[1] {
 			t.Errorf("%s: alive %v lied %v, want %v %v", n.Name, n.Alive, n.Lied, w[0], w[1])
 		}
-		if !n.HealthAt.Equal(h.At) {
-			t.Errorf("%s: health at %v, want the measurement's %v", n.Name, n.HealthAt, h.At)
+		if want := recvs[n.Name].Add(-time.Hour); !n.HealthAt.Equal(want) {
+			t.Errorf("%s: health at %v, want an hour before it arrived, %v", n.Name, n.HealthAt, want)
 		}
 	}
 	for node, want := range map[string]bool{"fresh": true, "silent": true, "liar": true, "nobody": false} {

@@ -26,6 +26,16 @@ import (
 // breaks exact ties the same way everywhere. Deletions are tombstones kept
 // for TombstoneTTL.
 //
+// The hybrid clock absorbs the versions of gateway state only: health
+// versions are on each node's own clock, ordered against nothing but that
+// node's earlier health, and a node whose clock is ahead must not carry a
+// gateway's writes ahead with it. When this member's wall clock steps back
+// (NTP correcting a clock that ran ahead), the hybrid clock would keep its
+// writes ahead by the step, and every peer would refuse them as
+// version_ahead for as long: rebase then restarts the clock from the wall
+// clock and re-stamps the entries beyond MaxClockSkew, which no peer could
+// have taken anyway.
+//
 // Owned keys are written only by their owner. When a member sees a copy of
 // one of its own keys that is newer than what it holds (a ghost from before
 // it restarted), it does not take it but re-asserts its own value, or a
@@ -234,6 +244,36 @@ func (s *store) put(key string, val any, now time.Time) (entry, error) {
 	return e, nil
 }
 
+// rebase restarts the hybrid clock from the wall clock when it is more
+// than MaxClockSkew ahead of now (this member's wall clock stepped back),
+// and re-stamps what it holds beyond that: its own and shared entries are
+// written again under a version of now (returned, to broadcast), other
+// members' owned entries are dropped (their owners re-assert them).
+// Health is left alone: it is on the nodes' clocks (see above). ahead is
+// how far the clock was ahead; zero when nothing was done.
+func (s *store) rebase(now time.Time) (restamped []entry, ahead time.Duration) {
+	limit := uint64(now.Add(s.cfg.MaxClockSkew).UnixNano())
+	if s.clock <= limit {
+		return nil, 0
+	}
+	ahead = time.Duration(s.clock - uint64(now.UnixNano()))
+	s.clock = uint64(now.UnixNano())
+	for k, e := range s.entries {
+		if e.Ver <= limit || isHealth(k) {
+			continue
+		}
+		if o := owner(k); o != "" && o != s.self {
+			s.remove(k)
+			continue
+		}
+		out := entry{Key: k, Origin: s.self, Del: e.Del, Val: e.Val, recv: now}
+		out.Ver = s.tick(now)
+		s.set(&out)
+		restamped = append(restamped, out)
+	}
+	return restamped, ahead
+}
+
 // merge applies a remote entry. It reports whether local state changed and
 // returns entries this member must broadcast in answer (re-asserted owned
 // keys).
@@ -242,7 +282,9 @@ func (s *store) merge(in entry, now time.Time) (changed bool, answer []entry) {
 	if in.Key == "" || (!in.Del && expired(&in, now, s.cfg)) {
 		return false, nil
 	}
-	s.clock = max(s.clock, in.Ver)
+	if !isHealth(in.Key) || owner(in.Key) == s.self {
+		s.clock = max(s.clock, in.Ver)
+	}
 	cur := s.entries[in.Key]
 	if cur != nil && !in.newer(cur) {
 		return false, nil

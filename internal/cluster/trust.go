@@ -117,36 +117,41 @@ func (s *sealer) open(msg, aad []byte) ([]byte, error) {
 
 // sealedBatch is the plaintext of a sealed message.
 type sealedBatch struct {
-	At int64   `json:"t"` // Unix ms when sealed
+	At int64   `json:"t"`           // Unix ms when sealed
+	G  string  `json:"g,omitempty"` // the sealing gateway (for its clock offset; older releases omit it)
 	E  []entry `json:"e"`
 }
 
 // sealEntries seals es for the other gateways; aad binds the message kind
 // and the cluster label.
 func (c *Cluster) sealEntries(kind byte, es []entry) ([]byte, error) {
-	b, err := json.Marshal(sealedBatch{At: c.now().UnixMilli(), E: es})
+	b, err := json.Marshal(sealedBatch{At: c.now().UnixMilli(), G: c.cfg.Name, E: es})
 	if err != nil {
 		return nil, err
 	}
 	return c.sealer.seal(b, c.aad(kind)), nil
 }
 
-// openEntries opens a sealed message and checks its age.
-func (c *Cluster) openEntries(kind byte, msg []byte) ([]entry, error) {
+// openEntries opens a sealed message and checks its age; a refusal says
+// why not (sealed_unreadable, or clock_skew for a message outside the
+// replay window, which also records its sender's clock offset: skew.go).
+func (c *Cluster) openEntries(kind byte, msg []byte) ([]entry, *refusal) {
 	if c.sealer == nil {
-		return nil, errUnsealed
+		return nil, refuse(refusedSealedOpen, "%v", errUnsealed)
 	}
 	plain, err := c.sealer.open(msg, c.aad(kind))
 	if err != nil {
-		return nil, err
+		return nil, refuse(refusedSealedOpen, "%v", err)
 	}
 	var sb sealedBatch
 	if err := json.Unmarshal(plain, &sb); err != nil {
-		return nil, fmt.Errorf("sealed batch: %w", err)
+		return nil, refuse(refusedSealedOpen, "sealed batch: %v", err)
 	}
 	age := c.now().Sub(time.UnixMilli(sb.At))
+	c.noteOffset(sb.G, -age)
 	if age > sealMaxAge || age < -c.cfg.MaxClockSkew {
-		return nil, fmt.Errorf("sealed batch %v old: a replay or a clock off", age.Round(time.Second))
+		return nil, refuse(refusedClockSkew, "sealed by %q %v ago (window %v old to %v ahead): its clock or ours is off (frontdoor_gossip_clock_offset_seconds), or a replay",
+			clip(sb.G), age.Round(time.Second), sealMaxAge, c.cfg.MaxClockSkew)
 	}
 	return sb.E, nil
 }
@@ -228,6 +233,9 @@ const (
 	refusedPoolClaim  = "pool_mismatch"
 	refusedImpossible = "impossible_health"
 	refusedSealedOpen = "sealed_unreadable"
+	// refusedClockSkew: a sealed message outside the replay window, its
+	// sender's clock or ours off (skew.go).
+	refusedClockSkew = "clock_skew"
 	// refusedSealedAgentPort: gateway state arrived on the agent port,
 	// from a gateway of the previous release, without SinglePoolCompat.
 	refusedSealedAgentPort = "sealed_on_agent_port"

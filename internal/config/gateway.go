@@ -114,6 +114,13 @@ type Gateway struct {
 	// MaxStartups caps connections that have not authenticated yet,
 	// from everyone together (like sshd's MaxStartups).
 	MaxStartups int `yaml:"max_startups"`
+	// MaxStartupsQueue is how many connections may wait for one of the
+	// MaxStartups places (first come, first served, each for at most
+	// AuthTimeout from accept) before new ones are refused: a reconnect
+	// storm after another gateway died waits its turn instead of being
+	// refused. Each waiting connection holds a socket and a goroutine,
+	// no key exchange.
+	MaxStartupsQueue int `yaml:"max_startups_queue"`
 	// PerSourceMaxStartups caps unauthenticated connections from one
 	// source (an IPv4 address or an IPv6 /64). Behind a campus NAT many
 	// users share one address: raise it, or list the NAT in
@@ -168,6 +175,7 @@ func DefaultGateway() Gateway {
 		MaxConnections:       10000,
 		MaxChannels:          128,
 		MaxStartups:          200,
+		MaxStartupsQueue:     5000,
 		PerSourceMaxStartups: 20,
 		PerSourceRate:        10,
 		PerSourceBurst:       40,
@@ -245,6 +253,9 @@ func (g Gateway) Validate() error {
 		if n.v < 1 {
 			add(n.key, "must be at least 1")
 		}
+	}
+	if g.MaxStartupsQueue < 0 {
+		add("max_startups_queue", "must not be negative (0: refuse beyond max_startups at once)")
 	}
 	if g.PerSourceRate <= 0 {
 		add("per_source_rate", "must be positive (connections per second)")

@@ -155,13 +155,12 @@ func NewPrepared(p *Prepared, d Deps) (*Gateway, error) {
 		d.Logger.Warn("INSECURE: login node host keys are NOT verified (backend.insecure_ignore_host_keys); anyone on the path can impersonate a login node")
 	}
 	g := &Gateway{
-		log:     d.Logger,
-		router:  d.Router,
-		peers:   d.Peers,
-		audit:   d.Audit,
-		metrics: newMetrics(),
-		admit: newAdmission(AdmissionLimits{MaxStartups: cfg.Gateway.MaxStartups, PerSourceMaxStartups: cfg.Gateway.PerSourceMaxStartups,
-			PerSourceRate: cfg.Gateway.PerSourceRate, PerSourceBurst: cfg.Gateway.PerSourceBurst}, time.Now),
+		log:       d.Logger,
+		router:    d.Router,
+		peers:     d.Peers,
+		audit:     d.Audit,
+		metrics:   newMetrics(),
+		admit:     newAdmission(admissionLimits(cfg.Gateway), time.Now),
 		spec:      newSpecBudget(cfg.Backend.SpeculativeMax, cfg.Backend.SpeculativePerNode),
 		rnd:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		listeners: map[net.Listener]struct{}{},
@@ -177,7 +176,7 @@ func NewPrepared(p *Prepared, d Deps) (*Gateway, error) {
 	g.slots.Store(&slots)
 	g.set.Store(set)
 	g.closing, g.closeCancel = context.WithCancel(context.Background())
-	g.metrics.unauthenticated(g.admit.unauthenticated)
+	g.metrics.admission(g.admit)
 	return g, nil
 }
 
@@ -271,12 +270,17 @@ func (g *Gateway) handle(nc net.Conn) {
 		g.log.Warn("connection refused", "src", nc.RemoteAddr().String(), "reason", err.Error())
 		return
 	}
-	release, why := g.admitConn(set, nc.RemoteAddr().String())
+	// Beyond max_startups a connection waits for a place, for at most
+	// auth_timeout from accept; its own deadlines start once admitted.
+	wait, stopWait := context.WithTimeout(g.closing, set.cfg.Gateway.AuthTimeout)
+	release, why := g.admitConn(wait, set, nc.RemoteAddr().String())
+	stopWait()
 	if why != "" {
 		g.metrics.refused.WithLabelValues(why).Inc()
 		g.log.Debug("connection refused", "src", nc.RemoteAddr().String(), "reason", why)
 		return
 	}
+	nc.SetDeadline(time.Now().Add(set.cfg.Gateway.HandshakeTimeout))
 	c := newConn(g.closing, g, set, nc)
 	defer c.abort()
 	stopLogin := context.AfterFunc(g.closing, func() { nc.Close() })
@@ -314,18 +318,25 @@ func (g *Gateway) handle(nc net.Conn) {
 	g.relay(c, sconn, chans, reqs, r)
 }
 
-// admitConn takes an admission place for a connection from src.
-func (g *Gateway) admitConn(set *settings, src string) (release func(), refused string) {
+// admitConn takes an admission place for a connection from src, waiting
+// for one while ctx lasts.
+func (g *Gateway) admitConn(ctx context.Context, set *settings, src string) (release func(), refused string) {
 	key := SourceKey(src)
 	if a, err := netip.ParseAddr(key); err == nil {
 		for _, p := range set.exempt {
 			if p.Contains(a) {
 				// One shared source: only max_startups applies.
-				return g.admit.admitExempt()
+				return g.admit.admitExempt(ctx)
 			}
 		}
 	}
-	return g.admit.admit(key)
+	return g.admit.admit(ctx, key)
+}
+
+// admissionLimits are the admission settings of gc.
+func admissionLimits(gc config.Gateway) AdmissionLimits {
+	return AdmissionLimits{MaxStartups: gc.MaxStartups, MaxStartupsQueue: gc.MaxStartupsQueue,
+		PerSourceMaxStartups: gc.PerSourceMaxStartups, PerSourceRate: gc.PerSourceRate, PerSourceBurst: gc.PerSourceBurst}
 }
 
 func (g *Gateway) relay(c *conn, sconn *ssh.ServerConn, chans <-chan ssh.NewChannel, reqs <-chan *ssh.Request, lr *loginResult) {

@@ -39,10 +39,13 @@ func newMetrics() *metrics {
 	return m
 }
 
-// unauthenticated exports the number of connections that have not
-// authenticated yet.
-func (m *metrics) unauthenticated(f func() int) {
+// admission exports the number of connections that have not
+// authenticated yet, and of those waiting for an admission place.
+func (m *metrics) admission(a *admission) {
 	m.collectors = append(m.collectors, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "frontdoor_unauthenticated_connections", Help: "Client connections admitted that have not authenticated yet."},
-		func() float64 { return float64(f()) }))
+		func() float64 { return float64(a.unauthenticated()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "frontdoor_admission_waiting", Help: "Client connections waiting for one of the max_startups places (at most max_startups_queue)."},
+			func() float64 { return float64(a.waiting()) }))
 }

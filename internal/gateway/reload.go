@@ -31,8 +31,7 @@ func Prepare(cfg *config.Config, d Deps) (*Prepared, error) {
 // Apply makes p what new connections take.
 func (g *Gateway) Apply(p *Prepared) {
 	gc := p.set.cfg.Gateway
-	g.admit.setLimits(AdmissionLimits{MaxStartups: gc.MaxStartups, PerSourceMaxStartups: gc.PerSourceMaxStartups,
-		PerSourceRate: gc.PerSourceRate, PerSourceBurst: gc.PerSourceBurst})
+	g.admit.setLimits(admissionLimits(gc))
 	g.spec.setLimits(p.set.cfg.Backend.SpeculativeMax, p.set.cfg.Backend.SpeculativePerNode)
 	if cap(*g.slots.Load()) != gc.MaxConnections {
 		// Connections hold a place in the channel they took it from;
@@ -64,6 +63,7 @@ func (a *admission) setLimits(lim AdmissionLimits) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.lim = lim
+	a.fill() // a higher max_startups lets waiters in now
 }
 
 // setLimits takes new bounds; places taken stay counted.

@@ -282,6 +282,8 @@ func faultNodeKill(ctx context.Context, r *run) FaultResult {
 	rec := r.rec.Logins(fr.Start, windowEnd, func(l Login) bool { return l.Reconnect && l.PrevNode == victim.Name })
 	fr.Measured["reconnects_of_its_users"] = len(rec)
 	fr.Measured["reconnects_failed"] = failed(rec)
+	fr.Measured["fail_reasons"] = failReasons(churn)
+	fr.Measured["fail_reasons_reconnects"] = failReasons(rec)
 	r.finish(ctx, &fr)
 	w := worst(dead)
 	fr.verdict(fmt.Sprintf("%d of its %d sessions ended, %d elsewhere; out of routing at every gateway after %.1f s; %d new logins failed, slowest %.2f s; %d reconnects, %d failed",
@@ -371,6 +373,8 @@ func faultGatewayKill(ctx context.Context, r *run) FaultResult {
 		}
 	}
 	fr.Measured["new_logins_failed_over"] = fo
+	fr.Measured["fail_reasons"] = failReasons(churn)
+	fr.Measured["fail_reasons_reconnects"] = failReasons(rec)
 	// The restarted gateway learns its peer's sessions back.
 	agreed, last := r.waitViewsAgree(ctx, fr.End, 2*time.Minute)
 	fr.Measured["views_agree_after_restart_s"] = agreed
