@@ -127,21 +127,11 @@ func runDrain(ctx context.Context, verb string, args []string, out io.Writer) er
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: %s", errUsage, usage)
 	}
-	// Who ran sudo is worth a note; the gateway records the peer's own
-	// identity (root, here) whatever this says.
-	note := *comment
-	if su := os.Getenv("SUDO_USER"); su != "" {
-		note = strings.TrimSpace(note + " (sudo by " + su + ")")
-	}
-	body, err := json.Marshal(map[string]string{"node": fs.Arg(0), "comment": note})
+	body, err := json.Marshal(map[string]string{"node": fs.Arg(0), "comment": sudoNote(*comment)})
 	if err != nil {
 		return err
 	}
-	var res struct {
-		Node     string `json:"node"`
-		Draining bool   `json:"draining"`
-		By       string `json:"by"`
-	}
+	var res drainResult
 	if err := a.post(ctx, "/v1/"+verb, body, &res); err != nil {
 		return err
 	}

@@ -21,6 +21,15 @@ import (
 
 const drainUsage = "frontdoor drain " + adminUsage + " [--deadline 30m|RFC3339] [--message TEXT] NODE"
 
+// drainResult is the answer of POST /v1/drain and /v1/undrain.
+type drainResult struct {
+	Node     string    `json:"node"`
+	Draining bool      `json:"draining"`
+	By       string    `json:"by"`
+	Deadline time.Time `json:"deadline,omitzero"`
+	Message  string    `json:"message,omitempty"`
+}
+
 func runMaintenanceDrain(ctx context.Context, args []string, out io.Writer) error {
 	fs, a, o := adminFlags("drain")
 	var message, deadline string
@@ -43,22 +52,13 @@ func runMaintenanceDrain(ctx context.Context, args []string, out io.Writer) erro
 			return fmt.Errorf("%w: --deadline %q: want a duration (30m) or an RFC 3339 time (2026-06-01T22:00:00Z)", errUsage, deadline)
 		}
 	}
-	// Who ran sudo is worth a note in the audit trail, not in what users
-	// read; the gateway records the peer's own identity whatever this says.
-	if su := os.Getenv("SUDO_USER"); su != "" {
-		req["comment"] = strings.TrimSpace(message + " (sudo by " + su + ")")
-	}
+	// In the audit trail, not in what users read.
+	req["comment"] = sudoNote(message)
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
-	var res struct {
-		Node     string    `json:"node"`
-		Draining bool      `json:"draining"`
-		By       string    `json:"by"`
-		Deadline time.Time `json:"deadline,omitzero"`
-		Message  string    `json:"message,omitempty"`
-	}
+	var res drainResult
 	if err := a.post(ctx, "/v1/drain", body, &res); err != nil {
 		return err
 	}
@@ -96,4 +96,13 @@ func maintenanceTable(out io.Writer, ns []admin.NodeInfo, now time.Time) error {
 			max(n.Sessions, n.Here), cmpOr(n.DrainBy, "-"), cmpOr(n.DrainMessage, "-"))
 	}
 	return tw.Flush()
+}
+
+// sudoNote adds who ran sudo to a drain's comment: worth a note, while the
+// gateway records the peer's own identity (root, here) whatever this says.
+func sudoNote(note string) string {
+	if su := os.Getenv("SUDO_USER"); su != "" {
+		return strings.TrimSpace(note + " (sudo by " + su + ")")
+	}
+	return note
 }

@@ -24,16 +24,30 @@ import (
 func (w *world) nodeTerminal(ctx context.Context, g *gw, node string) (*harness.Terminal, int) {
 	w.t.Helper()
 	u := w.freshUser()
-	term, err := harness.StartTerminal(w.client(g, u).SSH(ctx, u.Name+"+"+node, "-tt"), 24, 80)
-	if err != nil {
+	return w.terminalAs(ctx, g, u, u.Name+"+"+node)
+}
+
+// stillThere waits until at has passed, then checks that the terminal
+// session answers and was never closed.
+func (w *world) stillThere(ctx context.Context, term *harness.Terminal, pos int, at time.Time) {
+	w.t.Helper()
+	if err := harness.WaitFor(ctx, time.Until(at)+10*time.Second, func() error {
+		if time.Now().Before(at) {
+			return fmt.Errorf("%s not passed yet", at)
+		}
+		return nil
+	}); err != nil {
 		w.t.Fatal(err)
 	}
-	w.t.Cleanup(term.Close)
-	pos, err := term.Expect(ctx, 0, u.Name+"@", 45*time.Second)
-	if err != nil {
+	if err := term.Write("echo still-$((6*7))\r"); err != nil {
 		w.t.Fatal(err)
 	}
-	return term, pos
+	if _, err := term.Expect(ctx, pos, "still-42", 15*time.Second); err != nil {
+		w.t.Fatal(err)
+	}
+	if strings.Contains(term.Output(), "closing this session") {
+		w.t.Fatalf("closed although its drain was called off: %q", term.Output())
+	}
 }
 
 // nodeInfos is GET /v1/nodes of g.
@@ -210,23 +224,7 @@ func TestMaintenanceUndrain(t *testing.T) {
 		t.Fatalf("the undrain took %s: too close to the deadline %s to prove anything", time.Since(start), deadline)
 	}
 	// Past the deadline, with margin, the session answers.
-	if err := harness.WaitFor(ctx, deadline+10*time.Second, func() error {
-		if time.Since(start) < deadline+3*time.Second {
-			return fmt.Errorf("deadline not passed yet")
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := term.Write("echo still-$((6*7))\n"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := term.Expect(ctx, pos, "still-42", 15*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(term.Output(), "closing this session") {
-		t.Fatalf("closed after an undrain: %q", term.Output())
-	}
+	w.stillThere(ctx, term, pos, start.Add(deadline+3*time.Second))
 }
 
 // TestMaintenanceHostileMessage: a message that would act on users'
@@ -389,21 +387,5 @@ func TestMaintenanceAcrossUpgrade(t *testing.T) {
 	}
 	// login1's drain was called off well before its 20 s: its session in
 	// the old process is still there past that.
-	if err := harness.WaitFor(ctx, 40*time.Second, func() error {
-		if time.Since(undrained) < 25*time.Second {
-			return fmt.Errorf("login1's cancelled deadline not passed yet")
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := kept.Write("echo kept-$((6*7))\r"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kept.Expect(ctx, keptPos, "kept-42", 15*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(kept.Output(), "closing this session") {
-		t.Fatalf("login1's session was closed after its drain was called off: %q", kept.Output())
-	}
+	w.stillThere(ctx, kept, keptPos, undrained.Add(25*time.Second))
 }
