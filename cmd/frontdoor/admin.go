@@ -19,9 +19,7 @@ func init() {
 	register("sessions", "list the live sessions of a gateway (admin API)", stdout(runSessions))
 	register("nodes", "show the login nodes' health as a gateway sees it (admin API)", stdout(runNodes))
 	register("explain", "explain how USER would be routed now (admin API)", stdout(runExplain))
-	register("drain", "drain NODE cluster-wide: no new sessions (admin API)", stdout(func(ctx context.Context, args []string, out io.Writer) error {
-		return runDrain(ctx, "drain", args, out)
-	}))
+	register("drain", "drain NODE cluster-wide: no new sessions; with --deadline, its users told and their sessions closed then (admin API)", stdout(runMaintenanceDrain))
 	register("undrain", "take NODE out of an admin drain (admin API)", stdout(func(ctx context.Context, args []string, out io.Writer) error {
 		return runDrain(ctx, "undrain", args, out)
 	}))
@@ -94,7 +92,10 @@ func nodesTable(out io.Writer, ns []admin.NodeInfo, now time.Time) error {
 			now.Sub(n.HealthAt).Round(100*time.Millisecond), n.Load1, n.CPUs, 100*n.MemAvailFrac,
 			n.CPUPressure, n.MemPressure, n.Sessions, n.RecentlyRouted, n.Users, n.Score)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return maintenanceTable(out, ns, now)
 }
 
 func runExplain(ctx context.Context, args []string, out io.Writer) error {
@@ -126,21 +127,11 @@ func runDrain(ctx context.Context, verb string, args []string, out io.Writer) er
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: %s", errUsage, usage)
 	}
-	// Who ran sudo is worth a note; the gateway records the peer's own
-	// identity (root, here) whatever this says.
-	note := *comment
-	if su := os.Getenv("SUDO_USER"); su != "" {
-		note = strings.TrimSpace(note + " (sudo by " + su + ")")
-	}
-	body, err := json.Marshal(map[string]string{"node": fs.Arg(0), "comment": note})
+	body, err := json.Marshal(map[string]string{"node": fs.Arg(0), "comment": sudoNote(*comment)})
 	if err != nil {
 		return err
 	}
-	var res struct {
-		Node     string `json:"node"`
-		Draining bool   `json:"draining"`
-		By       string `json:"by"`
-	}
+	var res drainResult
 	if err := a.post(ctx, "/v1/"+verb, body, &res); err != nil {
 		return err
 	}

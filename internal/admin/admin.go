@@ -145,7 +145,7 @@ func New(o Options) *Server {
 		w.Write([]byte(out))
 	})
 	// Drains change routing cluster-wide: POST with a JSON body only.
-	mux.HandleFunc("POST /v1/drain", func(w http.ResponseWriter, r *http.Request) { s.drain(w, r, true) })
+	mux.HandleFunc("POST /v1/drain", s.drainMaintenance)
 	mux.HandleFunc("POST /v1/undrain", func(w http.ResponseWriter, r *http.Request) { s.drain(w, r, false) })
 	if ss, ok := o.Source.(StatusSource); ok {
 		s.statusRoutes(ss)

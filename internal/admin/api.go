@@ -50,6 +50,13 @@ type NodeInfo struct {
 	Lied bool `json:"lied,omitempty"`
 	// Warnings the node's agent raises (cluster.Warn*).
 	Warnings []string `json:"warnings,omitempty"`
+	// DrainDeadline, DrainMessage and DrainBy describe a maintenance
+	// drain (`frontdoor drain --deadline`, or HyperPod discovery): when
+	// the sessions still on the node are closed, what their users are
+	// told, and who drained it.
+	DrainDeadline time.Time `json:"drain_deadline,omitzero"`
+	DrainMessage  string    `json:"drain_message,omitempty"`
+	DrainBy       string    `json:"drain_by,omitempty"`
 }
 
 // Status is GET /v1/status: the front door as this gateway sees it, and

@@ -51,7 +51,7 @@ func (a *Gateway) Nodes() []admin.NodeInfo {
 		out = append(out, admin.NodeInfo{Name: name, NotTaking: why, Here: here[name]})
 	}
 	slices.SortFunc(out, func(x, y admin.NodeInfo) int { return strings.Compare(x.Name, y.Name) })
-	return out
+	return a.withDrains(out)
 }
 
 // Explain shows how a login by user would be decided now.

@@ -98,6 +98,9 @@ type Gateway struct {
 	disc       *discoveryRun
 	budgetRun  context.CancelFunc
 	handedOver bool // HandOver, until Resume
+	// handedDrains are the successor's drains after a HandOver
+	// (maintenance.go).
+	handedDrains atomic.Pointer[successorDrains]
 
 	closed sync.Once
 	err    error
@@ -179,6 +182,8 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (_ *Gateway, err 
 		return nil, err
 	}
 	a.Registry.MustRegister(a.SSH.Collectors()...)
+	a.startMaintenance()
+	a.Report.Drains = maintenanceDrains{a}
 	a.Registry.MustRegister(ca.Collectors()...)
 	a.logUserCA(cfg.Gateway.Name)
 	a.Registry.MustRegister(a.statusCollectors()...)
@@ -315,6 +320,8 @@ func (a *Gateway) stopDiscovery(d *discoveryRun) {
 func (a *Gateway) followDiscovery(ctx context.Context, src *discovery.Source) {
 	done := make(chan struct{})
 	go func() { src.Run(ctx); close(done) }()
+	drains := time.NewTicker(maintenanceCheckEvery)
+	defer drains.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -322,6 +329,9 @@ func (a *Gateway) followDiscovery(ctx context.Context, src *discovery.Source) {
 			return
 		case <-src.Changed():
 			a.Inventory.SetDiscovered(src.Nodes())
+			a.discoveryDrains(src)
+		case <-drains.C:
+			a.discoveryDrains(src)
 		}
 	}
 }

@@ -131,11 +131,15 @@ type affinityVal struct {
 }
 
 // drainVal is an admin drain, which lapses at Until (zero: never, for
-// drains written before drains expired).
+// drains written before drains expired). A maintenance drain also has a
+// Deadline, when the node's sessions are closed, and a Message for their
+// users (drain.go).
 type drainVal struct {
 	Draining bool      `json:"d"`
 	By       string    `json:"by,omitempty"`
 	Until    time.Time `json:"u,omitzero"`
+	Deadline time.Time `json:"dl,omitzero"`
+	Message  string    `json:"m,omitempty"`
 }
 
 // banVal bans a key (a user or a source address, the caller decides)

@@ -310,7 +310,7 @@ func (c *Cluster) admit(e *entry, sealed bool, now time.Time) (skip bool, err er
 		if o := owner(e.Key); o != "" && o != e.Origin {
 			return false, refuse(refusedNotOwner, "%s written by %s", e.Key, e.Origin)
 		}
-		return false, nil
+		return false, c.checkDrainEntry(e, now)
 	}
 	node := strings.TrimPrefix(e.Key, kindHealth+"/")
 	if e.Origin != node {

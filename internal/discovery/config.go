@@ -63,6 +63,21 @@ type Config struct {
 	MaxAttempts int `yaml:"max_attempts"`
 	// SSHPort is the login nodes' sshd port.
 	SSHPort int `yaml:"ssh_port"`
+	// DrainStatuses are the instance statuses (ListClusterNodes
+	// InstanceStatus.Status) that mean HyperPod is about to patch or
+	// replace a node: a node reported in one is drained cluster-wide with
+	// DrainDeadline, and the users of its sessions are told
+	// (docs/hyperpod.md). SystemUpdating: UpdateClusterSoftware is patching
+	// it and may reboot it; ShuttingDown: it is being replaced or scaled
+	// away. Also allowed: Pending, DeepHealthCheckInProgress, Failure,
+	// NotFound. Empty: no automatic drains. The drain ends when the node is
+	// Running again or leaves the listing.
+	DrainStatuses []string `yaml:"drain_statuses"`
+	// DrainDeadline is how long the sessions on such a node go on before
+	// the gateways close them, telling their users why; between 10s and
+	// 24h. The SageMaker API announces no maintenance ahead: HyperPod may
+	// restart the node sooner, so keep it short.
+	DrainDeadline time.Duration `yaml:"drain_deadline"`
 }
 
 // InstanceGroup is one login instance group of the cluster.
@@ -81,7 +96,8 @@ const DefaultPool = "default"
 func (g *InstanceGroup) SetDefaults() { *g = InstanceGroup{Pool: DefaultPool} }
 
 // DefaultConfig returns the defaults: a refresh a minute with 20% jitter,
-// each bounded by 30s and 5 attempts per call; sshd on port 22.
+// each bounded by 30s and 5 attempts per call; sshd on port 22; nodes
+// HyperPod is patching or shutting down drained with 5 minutes' notice.
 func DefaultConfig() Config {
 	return Config{
 		RefreshInterval: 60 * time.Second,
@@ -89,6 +105,8 @@ func DefaultConfig() Config {
 		Timeout:         30 * time.Second,
 		MaxAttempts:     5,
 		SSHPort:         22,
+		DrainStatuses:   []string{"SystemUpdating", "ShuttingDown"},
+		DrainDeadline:   5 * time.Minute,
 	}
 }
 
@@ -185,6 +203,7 @@ func (c Config) Validate() error {
 	if c.SSHPort < 1 || c.SSHPort > 65535 {
 		add("ssh_port", "must be a TCP port (1-65535)")
 	}
+	errs = append(errs, c.validateDrains()...)
 	return errors.Join(errs...)
 }
 

@@ -35,6 +35,9 @@ import (
 //	old → new  {"t":"audit","event":{…}}             an event for the S3 sink
 //	old → new  {"t":"drain","deadline":T}            the new process is ready;
 //	           the old one relays its sessions until T at most
+//	new → old  {"t":"maintenance","maintenance":[{"node":…,"deadline":T,"message":…}]}
+//	           the nodes' maintenance drains as the gateways' shared state
+//	           has them now, whenever they change (drainhandover.go)
 //
 // End of file, on either side, is that process gone (or the upgrade given
 // up). The two ends are different versions of the binary, so fields are
@@ -68,6 +71,8 @@ type message struct {
 	Deadline time.Time    `json:"deadline,omitzero"`
 	Started  time.Time    `json:"started,omitzero"`
 	Nodes    []string     `json:"nodes,omitempty"`
+	// Maintenance: drainhandover.go.
+	Maintenance []maintenanceDrain `json:"maintenance,omitempty"`
 }
 
 type sessionCount struct {
@@ -240,7 +245,8 @@ func (s *successor) close() {
 func (s *successor) run(a *assembly.Gateway, started time.Time) {
 	defer close(s.done)
 	defer s.conn.Close()
-	m, err := newLineReader(s.conn).next("takeover")
+	lr := newLineReader(s.conn)
+	m, err := lr.next("takeover")
 	if err != nil {
 		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 			s.log.Warn("upgrade: the new process's takeover", "err", err)
@@ -269,6 +275,7 @@ func (s *successor) run(a *assembly.Gateway, started time.Time) {
 		return
 	}
 	s.log.Info("upgrade: handed the gossip member, the audit spool and the session counts to the new process", "pid", m.PID, "sessions", len(snap))
+	go s.followMaintenance(lr, a)
 	for range s.wake {
 		s.mu.Lock()
 		counts, events, dropped, deadline, closed := s.counts, s.events, s.dropped, s.deadline, s.closed

@@ -142,6 +142,7 @@ func Run(ctx context.Context, o Options) error {
 	go func() { served <- p.a.Serve(context.Background()) }()
 	if p.pred != nil {
 		go p.pred.follow(p.a, func() { p.do(func() { p.on(EvPredecessorGone, "") }) })
+		go p.pred.sendMaintenance(p.a)
 	}
 	if err := upg.Ready(); err != nil {
 		p.a.Close()

@@ -254,7 +254,13 @@ func forward(c *ssh.Client, addr string) error {
 // g, ready at its prompt.
 func (w *world) terminal(ctx context.Context, g *gw, u *harness.User) (*harness.Terminal, int) {
 	w.t.Helper()
-	term, err := harness.StartTerminal(w.client(g, u).SSH(ctx, u.Name, "-tt"), 24, 80)
+	return w.terminalAs(ctx, g, u, u.Name)
+}
+
+// terminalAs is terminal logging in as login (user+node, for one).
+func (w *world) terminalAs(ctx context.Context, g *gw, u *harness.User, login string) (*harness.Terminal, int) {
+	w.t.Helper()
+	term, err := harness.StartTerminal(w.client(g, u).SSH(ctx, login, "-tt"), 24, 80)
 	if err != nil {
 		w.t.Fatal(err)
 	}
