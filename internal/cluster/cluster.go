@@ -197,6 +197,10 @@ type Cluster struct {
 	// lied is when a node last sent health signed with its own host key
 	// that no real node could send (trust.go).
 	lied map[string]time.Time
+
+	// locks keeps the locks file (lockfile.go); nil on agents and
+	// without LocksFile.
+	locks *lockBook
 }
 
 // Start binds the transports, joins the other gateways (retrying in the
@@ -248,6 +252,7 @@ func Start(ctx context.Context, cfg Config, opt Options) (*Cluster, error) {
 	for _, s := range opt.Sessions {
 		c.SetSessions(s.User, s.Node, s.N)
 	}
+	c.startLocks()
 	if opt.Role == RoleGateway && len(cfg.GatewayKeys) > 0 {
 		keys, err := decodeKeys("gateway_keys", cfg.GatewayKeys)
 		if err != nil {
@@ -279,6 +284,7 @@ func Start(ctx context.Context, cfg Config, opt Options) (*Cluster, error) {
 	c.wg.Add(2)
 	go c.loop()
 	go c.sender()
+	c.runLocks()
 	if opt.Role == RoleAgent {
 		c.wg.Add(1)
 		go c.heartbeat()
@@ -450,6 +456,7 @@ func (c *Cluster) Members() []Member {
 func (c *Cluster) Changed() <-chan struct{} { return c.changed }
 
 func (c *Cluster) notify() {
+	c.locksChanged()
 	select {
 	case c.changed <- struct{}{}:
 	default:
