@@ -105,12 +105,8 @@ func locksTable(out io.Writer, ls []admin.Lock, now time.Time) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "USER\tBY\tSINCE\tUNTIL\tSESSIONS\tREASON\tMESSAGE")
 	for _, l := range ls {
-		sessions := "left open"
-		if l.EndSessions {
-			sessions = "ended"
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%s ago\t%s\t%s\t%s\t%s\n", l.User, l.By, now.Sub(l.At).Round(time.Second),
-			stampOr(l.Until, "unlocked by hand"), sessions, cmpOr(l.Reason, "-"), cmpOr(l.Message, "-"))
+			stampOr(l.Until, "unlocked by hand"), sessionsText(l), cmpOr(l.Reason, "-"), cmpOr(l.Message, "-"))
 	}
 	if len(ls) == 0 {
 		fmt.Fprintln(tw, "(none)\t\t\t\t\t\t")
@@ -169,13 +165,17 @@ func parseExpire(s string, now time.Time) (time.Duration, time.Time, error) {
 func lockedSection(tw io.Writer, ls []admin.Lock) {
 	fmt.Fprintln(tw, "\nLOCKED\tBY\tUNTIL\tSESSIONS\t")
 	for _, l := range ls {
-		sessions := "left open"
-		if l.EndSessions {
-			sessions = "ended"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", l.User, l.By, stampOr(l.Until, "unlocked by hand"), sessions)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", l.User, l.By, stampOr(l.Until, "unlocked by hand"), sessionsText(l))
 	}
 	if len(ls) == 0 {
 		fmt.Fprintln(tw, "(none)\t\t\t\t")
 	}
+}
+
+// sessionsText says what the lock does to the user's open sessions.
+func sessionsText(l admin.Lock) string {
+	if l.EndSessions {
+		return "ended"
+	}
+	return "left open"
 }

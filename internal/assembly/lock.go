@@ -125,19 +125,27 @@ func (a *Gateway) lockName(ctx context.Context, typed string, force bool) (strin
 		return "", fmt.Errorf("%w: user %q: %w", admin.ErrLockRequest, login.Sanitize(typed), err)
 	}
 	dir := a.Directory()
-	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	id, err := dir.Lookup(lctx, name)
-	cancel()
-	if err == nil {
-		return id.Name, nil
-	}
-	if errors.Is(err, directory.ErrNoSuchUser) && !force {
-		return "", fmt.Errorf("%w: user %s: the directory has no such account (force locks the name anyway)",
-			admin.ErrLockRequest, login.Sanitize(name))
-	}
 	canon := strings.ToLower(name)
 	if c, ok := dir.(canonicalizer); ok {
 		canon = strings.ToLower(c.CanonicalName(name))
+	}
+	lookup := func(n string) (directory.Identity, error) {
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return dir.Lookup(lctx, n)
+	}
+	id, err := lookup(name)
+	if err != nil && canon != name {
+		// A form this directory does not take as typed (upper case in
+		// the static one): its normal form may be an account.
+		id, err = lookup(canon)
+	}
+	switch {
+	case err == nil:
+		return id.Name, nil
+	case errors.Is(err, directory.ErrNoSuchUser) && !force:
+		return "", fmt.Errorf("%w: user %s: the directory has no such account (force locks the name anyway)",
+			admin.ErrLockRequest, login.Sanitize(name))
 	}
 	if !names.Account.Valid(canon) {
 		return "", fmt.Errorf("%w: user %s: %s, and %q is no account name (%s)", admin.ErrLockRequest,

@@ -412,3 +412,52 @@ func TestLocksFileIsInput(t *testing.T) {
 		return nil
 	})
 }
+
+// TestHostileLocksOverTheWire: lock entries a gateway key holder sends
+// (a stolen gateway, a bug) cross the real transports, sealed, direct and
+// by gateway sync, and are refused by the gateway that gets them.
+func TestHostileLocksOverTheWire(t *testing.T) {
+	dir := t.TempDir()
+	gw1 := start(t, lockConfig("gw1", dir), RoleGateway)
+	evil := start(t, lockConfig("evil", dir, gw1), RoleGateway)
+	eventually(t, waitLong, func() error {
+		if len(gw1.Members()) != 2 {
+			return fmt.Errorf("members %+v", gw1.Members())
+		}
+		return nil
+	})
+	now := time.Now()
+	ver := uint64(now.UnixNano())
+	bad := []entry{
+		lockEntry(t, "Alice", ver, "evil", lockVal{Locked: true, At: now}),
+		lockEntry(t, "bob", ver, "evil", lockVal{Locked: true, At: now, Message: "\x1b[31mpwned"}),
+		lockEntry(t, "carol", ver, "evil", lockVal{Locked: true, At: now, Until: now.Add(5 * 366 * 24 * time.Hour)}),
+	}
+	// Too large for one packet: only the gateway sync carries it.
+	huge := lockEntry(t, "dave", ver, "evil", lockVal{Locked: true, At: now, Reason: strings.Repeat("r", 64<<10)})
+	evil.mu.Lock()
+	huge.recv = now
+	evil.st.set(&huge)
+	evil.mu.Unlock()
+	for _, e := range bad {
+		evil.send(e)
+	}
+	// And one good lock, which must arrive: the channel works.
+	if _, err := evil.Lock("erin", LockSpec{By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, waitLong, func() error {
+		if _, ok := gw1.Locked("erin"); !ok {
+			return errors.New("the good lock did not arrive")
+		}
+		if n := gw1.Refusals()[refusedLock]; n < 4 {
+			return fmt.Errorf("refused %v, want 4 bad_lock", gw1.Refusals())
+		}
+		return nil
+	})
+	for _, u := range []string{"alice", "Alice", "bob", "carol", "dave"} {
+		if _, ok := gw1.Locked(u); ok {
+			t.Errorf("%s locked by a hostile entry", u)
+		}
+	}
+}
