@@ -299,4 +299,3 @@ func (w *world) waitAudit(g *gw, match func(auditEvent) bool, what string) {
 		w.t.Fatal(err)
 	}
 }
-
