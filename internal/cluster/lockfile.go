@@ -36,6 +36,10 @@ type lockBook struct {
 	path string
 	kick chan struct{}
 	last []byte // what the file holds now
+	// sum fingerprints the lock entries last written (their count and
+	// versions): any other change to the gateway state kicks too, and
+	// most change no lock.
+	sum [2]uint64
 }
 
 // startLocks reads the locks file into the store (gateways with a
@@ -150,8 +154,17 @@ func (c *Cluster) persistLocks() {
 // the last write.
 func (c *Cluster) writeLocks() {
 	c.mu.Lock()
-	es := make([]entry, 0, len(c.st.byKind[kindLock]))
-	for _, e := range c.st.byKind[kindLock] {
+	locks := c.st.byKind[kindLock]
+	sum := [2]uint64{uint64(len(locks))}
+	for _, e := range locks {
+		sum[1] += e.Ver
+	}
+	if sum == c.locks.sum && c.locks.last != nil {
+		c.mu.Unlock()
+		return
+	}
+	es := make([]entry, 0, len(locks))
+	for _, e := range locks {
 		cp := *e
 		cp.dec = nil
 		es = append(es, cp)
@@ -171,7 +184,7 @@ func (c *Cluster) writeLocks() {
 			"file", c.locks.path, "err", err)
 		return
 	}
-	c.locks.last = b
+	c.locks.last, c.locks.sum = b, sum
 }
 
 // writeFileAtomic replaces path with b: a temporary file in the same
