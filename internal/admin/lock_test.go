@@ -112,3 +112,25 @@ func TestLockRoutes(t *testing.T) {
 		}
 	}
 }
+
+func (l *lockingSource) Status(ctx context.Context) Status {
+	st := l.fakeSource.Status(ctx)
+	st.Locks = []Lock{{User: "alice", By: "token:ops", At: time.Now().Add(-time.Minute), Until: time.Now().Add(time.Hour), EndSessions: true}}
+	return st
+}
+
+// The status page lists the locked accounts, to read-only credentials
+// too (the source leaves the reasons out).
+func TestStatusPageLocks(t *testing.T) {
+	src := &lockingSource{fakeSource: &fakeSource{}}
+	base := startTCP(t, src.fakeSource, func(o *Options) { o.Source = src })
+	status, body, _ := do(t, nil, base, req{path: "/status", token: roSecret})
+	if status != 200 || !strings.Contains(body, "Locked accounts") || !strings.Contains(body, "<td>alice</td><td>token:ops</td>") ||
+		!strings.Contains(body, "<td>ended</td>") {
+		t.Fatalf("status page: %d %s", status, body)
+	}
+	status, body, _ = do(t, nil, base, req{path: "/v1/status", token: roSecret})
+	if status != 200 || !strings.Contains(body, `"locks": [`) {
+		t.Fatalf("status: %d %s", status, body)
+	}
+}
