@@ -198,6 +198,7 @@ func statusTable(out io.Writer, st admin.Status) error {
 	if len(st.Refusals.ByReason) == 0 {
 		fmt.Fprintln(tw, "(none)\t\t\t\t")
 	}
+	lockedSection(tw, st.Locks)
 	if err := tw.Flush(); err != nil {
 		return err
 	}

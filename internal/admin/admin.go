@@ -150,6 +150,9 @@ func New(o Options) *Server {
 	if ss, ok := o.Source.(StatusSource); ok {
 		s.statusRoutes(ss)
 	}
+	if ls, ok := o.Source.(LockSource); ok {
+		s.lockRoutes(ls)
+	}
 	s.lifecycleRoutes()
 	if o.Pprof {
 		// Profiling, for measuring the relay under real load.

@@ -83,6 +83,9 @@ type Status struct {
 	Drains []Drain `json:"drains"`
 	// Refusals counts what this gateway refused recently, by reason.
 	Refusals Refusals `json:"refusals"`
+	// Locks are the account locks in force, without reason and message
+	// (those are for GET /v1/locks, full admins only).
+	Locks []Lock `json:"locks"`
 	// LastReload is how the last configuration reload went; absent until
 	// one happened (filled by the process lifecycle code).
 	LastReload *Reload `json:"last_reload,omitempty"`

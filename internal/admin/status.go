@@ -104,6 +104,9 @@ func normalize(st *Status) {
 	if st.Drains == nil {
 		st.Drains = []Drain{}
 	}
+	if st.Locks == nil {
+		st.Locks = []Lock{}
+	}
 	if st.Refusals.ByReason == nil {
 		st.Refusals.ByReason = []ReasonCount{}
 	}

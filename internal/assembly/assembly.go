@@ -177,10 +177,12 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (_ *Gateway, err 
 		a.Router.Inherit(s.User, s.Node, s.N)
 	}
 	a.loop(bg, a.Router.Run)
-	deps := gateway.Deps{Logger: log, Directory: p.dir, Router: a.Router, NodeKeys: p.nodeKeys, Audit: a.Audit, Peers: peers{a}}
+	deps := gateway.Deps{Logger: log, Directory: p.dir, Router: a.Router, NodeKeys: p.nodeKeys, Audit: a.Audit, Peers: peers{a},
+		Locks: clusterLocks{a}}
 	if a.SSH, err = gateway.NewPrepared(p.gw, deps); err != nil {
 		return nil, err
 	}
+	a.loop(bg, a.SSH.EnforceLocks)
 	a.Registry.MustRegister(a.SSH.Collectors()...)
 	a.startMaintenance()
 	a.Report.Drains = maintenanceDrains{a}

@@ -62,7 +62,7 @@ func (a *Gateway) Status(_ context.Context) admin.Status {
 	now := time.Now()
 	nodes := a.Nodes()
 	st := admin.Status{Gateway: a.Config().Gateway.Name, Now: now, Nodes: nodes, Gateways: a.gateways(),
-		Drains: a.drains(nodes), Refusals: a.refusals.summary(now)}
+		Drains: a.drains(nodes), Refusals: a.refusals.summary(now), Locks: a.statusLocks()}
 	st.Processes = a.processes()
 	var rr ReloadReporter = a.Reloads
 	if a.Report.Reload != nil {

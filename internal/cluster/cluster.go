@@ -199,6 +199,10 @@ type Cluster struct {
 	lied map[string]time.Time
 	// offsets are how far each member's clock is from ours (skew.go).
 	offsets map[string]time.Duration
+
+	// locks keeps the locks file (lockfile.go); nil on agents and
+	// without LocksFile.
+	locks *lockBook
 }
 
 // Start binds the transports, joins the other gateways (retrying in the
@@ -251,6 +255,7 @@ func Start(ctx context.Context, cfg Config, opt Options) (*Cluster, error) {
 	for _, s := range opt.Sessions {
 		c.SetSessions(s.User, s.Node, s.N)
 	}
+	c.startLocks()
 	if opt.Role == RoleGateway && len(cfg.GatewayKeys) > 0 {
 		keys, err := decodeKeys("gateway_keys", cfg.GatewayKeys)
 		if err != nil {
@@ -282,6 +287,7 @@ func Start(ctx context.Context, cfg Config, opt Options) (*Cluster, error) {
 	c.wg.Add(2)
 	go c.loop()
 	go c.sender()
+	c.runLocks()
 	if opt.Role == RoleAgent {
 		c.wg.Add(1)
 		go c.heartbeat()
@@ -454,6 +460,7 @@ func (c *Cluster) Members() []Member {
 func (c *Cluster) Changed() <-chan struct{} { return c.changed }
 
 func (c *Cluster) notify() {
+	c.locksChanged()
 	select {
 	case c.changed <- struct{}{}:
 	default:

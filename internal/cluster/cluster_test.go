@@ -58,6 +58,7 @@ func testConfig(name string, join ...string) Config {
 	c.GatewaySyncInterval = 500 * time.Millisecond
 	c.RejoinInterval = 200 * time.Millisecond
 	c.DeadNodeReclaim = 100 * time.Millisecond
+	c.LocksFile = "" // lock tests give theirs
 	return c
 }
 

@@ -112,6 +112,11 @@ type Config struct {
 	MaxClockSkew time.Duration `yaml:"max_clock_skew"`
 	// DrainTTL is how long an admin drain lasts unless renewed.
 	DrainTTL time.Duration `yaml:"drain_ttl"`
+	// LocksFile is where a gateway keeps the account locks (`frontdoor
+	// lock`) so that they survive a restart of every gateway at once:
+	// persistent, private to this gateway (written mode 0600). The
+	// default is in the systemd unit's StateDirectory. Gateways only.
+	LocksFile string `yaml:"locks_file"`
 	// Insecure must be set to run without SecretKeys. Never in production:
 	// gossip carries sessions, affinities and bans.
 	Insecure bool `yaml:"insecure"`
@@ -200,6 +205,7 @@ func DefaultConfig() Config {
 		NodeTTL:             time.Hour,
 		MaxClockSkew:        time.Minute,
 		DrainTTL:            7 * 24 * time.Hour,
+		LocksFile:           "/var/lib/frontdoor/locks.json",
 	}
 }
 

@@ -22,6 +22,7 @@ func (c *Cluster) Collectors() []prometheus.Collector {
 		&warningCollector{c: c, desc: prometheus.NewDesc("frontdoor_node_warning",
 			"A login node's agent warns about its node (1 while it does): sshd_penalty_not_exempt (sshd >= 9.8 penalises sources and does not exempt every gateway), sshd_check_failed.",
 			[]string{"node", "warning"}, nil)},
+		c.lockCollector(),
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 //	a/USER              user→node affinity      shared
 //	d/NODE              admin drain             shared
 //	b/KEY               failed-login ban        shared
+//	l/USER              account lock            shared (lock.go)
 //
 // Who may write at all is decided before these rules (trust.go): health
 // must be signed by the node's host key, and everything else is gateway
@@ -351,6 +352,8 @@ func expired(e *entry, now time.Time, cfg Config) bool {
 		return !ok || (!v.Until.IsZero() && now.After(v.Until))
 	case kindHealth:
 		return now.Sub(e.recv) > cfg.NodeTTL
+	case kindLock:
+		return lockExpired(e, now)
 	}
 	return false
 }

@@ -252,7 +252,7 @@ func checkKey(key string) error {
 	}
 	var parts []string
 	switch kind {
-	case kindHealth, kindAffinity, kindDrain, kindBan:
+	case kindHealth, kindAffinity, kindDrain, kindBan, kindLock:
 		parts = []string{rest}
 	case kindRouted:
 		parts = strings.SplitN(rest, "/", 2)
@@ -309,6 +309,9 @@ func (c *Cluster) admit(e *entry, sealed bool, now time.Time) (skip bool, err er
 		}
 		if o := owner(e.Key); o != "" && o != e.Origin {
 			return false, refuse(refusedNotOwner, "%s written by %s", e.Key, e.Origin)
+		}
+		if strings.HasPrefix(e.Key, kindLock+"/") {
+			return false, c.checkLock(e, now)
 		}
 		return false, c.checkDrainEntry(e, now)
 	}

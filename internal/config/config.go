@@ -217,6 +217,9 @@ func (c *Config) resolvePaths(dir string) {
 	if c.Audit.S3 != nil {
 		abs(&c.Audit.S3.SpoolDir)
 	}
+	if c.Cluster != nil {
+		abs(&c.Cluster.LocksFile)
+	}
 }
 
 // validate runs every section's Validate, locating its problems in the

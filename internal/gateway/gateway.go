@@ -85,6 +85,8 @@ type Deps struct {
 	Audit    Auditor // required
 	// Peers is nil without a gossip cluster.
 	Peers Peers
+	// Locks are the account locks (lock.go); nil: none.
+	Locks Locks
 	// GPUUsage, if set, puts the GPUs a user and their account hold into
 	// interactive login banners; Budget, if set, a line when the account
 	// is near or over its budget.
@@ -99,6 +101,7 @@ type Gateway struct {
 	log      *slog.Logger
 	router   Router
 	peers    Peers // nil without gossip
+	locks    Locks // nil without gossip
 	audit    Auditor
 	metrics  *metrics
 	sessions *sessionTable
@@ -158,6 +161,7 @@ func NewPrepared(p *Prepared, d Deps) (*Gateway, error) {
 		log:       d.Logger,
 		router:    d.Router,
 		peers:     d.Peers,
+		locks:     d.Locks,
 		audit:     d.Audit,
 		metrics:   newMetrics(),
 		admit:     newAdmission(admissionLimits(cfg.Gateway), time.Now),
@@ -435,6 +439,9 @@ func (g *Gateway) decide(id directory.Identity, explicit, prefer string) (login.
 	in := login.Input{Ident: id, Explicit: explicit, Policy: cfg.Policy, Principals: set.principals, Route: cfg.Route,
 		View: g.router.View(id.Name), MaxAttempts: cfg.Backend.MaxAttempts, Prefer: prefer, Now: time.Now()}
 	in.View.UserSessions = g.sessions.userSessions(id.Name)
+	if r := g.lockRefusal(id.Name); r != nil {
+		return in, login.Outcome{Refusal: r}
+	}
 	g.rndMu.Lock()
 	defer g.rndMu.Unlock()
 	in.Rand = g.rnd

@@ -72,6 +72,15 @@ var (
 	User = rule("lower-case letters, digits, '_', '.', '-', starting with a letter or '_'; at most 32",
 		`^[a-z_][a-z0-9_.-]{0,31}$`)
 
+	// Account is a canonical account name, as a directory returns it
+	// (directory.Identity.Name): AD's sAMAccountName (or a UPN's local
+	// part) lower-cased, a static user's name. Account locks are kept by
+	// it, so every form a user may type (HPC\Alice, alice@realm,
+	// alice+login2) meets the same lock. At most 64, the longest local
+	// part AD's name parsing accepts.
+	Account = rule("lower-case letters, digits, '_', '.', '-' (a letter, digit or '_' first); at most 64",
+		`^[a-z0-9_][a-z0-9_.-]{0,63}$`)
+
 	// Token is the name of an admin API bearer token, recorded as the
 	// admin who acted; '@' lets it be an e-mail address. At most 64.
 	Token = rule("letters, digits, '.', '_', '@', '-' (a letter or digit first); at most 64",

@@ -289,6 +289,7 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 		p, _ := strconv.Atoi(port)
 		cs := w.clusterSection(g.name, host, p, []string{w.gws[1-i].gossipAddr})
 		cs["gateway_keys"] = []string{w.gatewayKey}
+		cs["locks_file"] = filepath.Join(gdir, "locks.json") // each its own, never the machine's
 		_, poolPort, _ := net.SplitHostPort(g.poolAddr)
 		cs["gateway_port"], _ = strconv.Atoi(poolPort)
 		cs["gateway_join"] = []string{w.gws[1-i].poolAddr}
@@ -727,8 +728,13 @@ func (w *world) nodeFromSSHConnection(s string) (string, error) {
 
 // cli runs the frontdoor binary (an admin or agent subcommand).
 func (w *world) cli(ctx context.Context, args ...string) harness.Result {
+	return w.cliEnv(ctx, nil, args...)
+}
+
+// cliEnv is cli with env added to the environment.
+func (w *world) cliEnv(ctx context.Context, env []string, args ...string) harness.Result {
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "USER=clustere2e")
+	cmd.Env = append(append(os.Environ(), "USER=clustere2e"), env...)
 	cmd.WaitDelay = 5 * time.Second
 	return harness.Run(cmd, nil)
 }
