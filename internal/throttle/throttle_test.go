@@ -31,7 +31,7 @@ type step struct {
 }
 
 func TestScenarios(t *testing.T) {
-	base := Config{UserFailures: 3, UserWindow: 30 * time.Minute, SourceFailures: 5, SourceWindow: 10 * time.Minute,
+	base := Config{UserFailures: 3, UserSourceFailures: 2, UserWindow: 30 * time.Minute, SourceFailures: 5, SourceWindow: 10 * time.Minute,
 		BaseDelay: time.Second, MaxDelay: 8 * time.Second}
 	tests := []struct {
 		name  string
@@ -44,24 +44,34 @@ func TestScenarios(t *testing.T) {
 		{"one failure no delay", base, []step{
 			{act: "fail", user: "alice", src: "s", wantOK: true},
 		}},
-		{"backoff after second consecutive failure", base, []step{
+		{"one source spends the pair's allowance only", base, []step{
 			{act: "fail", user: "alice", src: "s", wantOK: true},
-			{act: "fail", user: "alice", src: "s", wantOK: false, wantWait: time.Second},
-			{advance: time.Second, user: "alice", src: "s", wantOK: true},
+			{act: "fail", user: "alice", src: "s", wantOK: false, wantWait: 30 * time.Minute},
+			// the owner, from elsewhere, is not held back at all
+			{user: "alice", src: "home", wantOK: true},
+			{advance: 30 * time.Minute, user: "alice", src: "s", wantOK: true},
 		}},
-		{"user window caps failures below lockout", base, []step{
+		{"backoff after second consecutive failure of a source", base, []step{
+			{act: "fail", user: "u1", src: "s", wantOK: true},
+			{act: "fail", user: "u2", src: "s", wantOK: false, wantWait: time.Second},
+			{user: "u3", src: "s", wantOK: false, wantWait: time.Second},
+			{advance: time.Second, user: "u3", src: "s", wantOK: true},
+		}},
+		{"the account escalates when several sources fail", base, []step{
 			{act: "fail", user: "alice", src: "a", wantOK: true},
-			{advance: time.Minute, act: "fail", user: "alice", src: "b", wantOK: false, wantWait: time.Second},
+			{advance: time.Minute, act: "fail", user: "alice", src: "b", wantOK: true},
 			{advance: time.Minute, act: "fail", user: "alice", src: "c", wantOK: false, wantWait: 28 * time.Minute},
-			// another source does not help: the limit is per user
+			// every source now waits: the limit is the account's
 			{advance: 10 * time.Minute, user: "alice", src: "d", wantOK: false, wantWait: 18 * time.Minute},
+			{user: "bob", src: "d", wantOK: true},
 			{advance: 18 * time.Minute, user: "alice", src: "d", wantOK: true},
 		}},
-		{"success resets the user", base, []step{
+		{"success resets the account and the pair", base, []step{
 			{act: "fail", user: "alice", src: "a", wantOK: true},
-			{advance: time.Minute, act: "fail", user: "alice", src: "a", wantOK: false, wantWait: time.Second},
-			{advance: time.Minute, act: "ok", user: "alice", src: "a", wantOK: true},
-			{act: "fail", user: "alice", src: "a", wantOK: true},
+			{advance: time.Minute, act: "fail", user: "alice", src: "b", wantOK: true},
+			{advance: time.Minute, act: "ok", user: "alice", src: "b", wantOK: true},
+			{act: "fail", user: "alice", src: "b", wantOK: true},
+			{act: "fail", user: "alice", src: "c", wantOK: true},
 		}},
 		{"users are independent", base, []step{
 			{act: "fail", user: "alice", src: ""},
@@ -96,7 +106,7 @@ func TestScenarios(t *testing.T) {
 			{act: "fail", user: "alice", src: ""},
 			{act: "fail", user: "alice", src: ""},
 			{act: "fail", user: "alice", src: ""},
-			{advance: 30 * time.Minute, user: "alice", src: "", wantOK: false, wantWait: 0},
+			{advance: 30 * time.Minute, user: "alice", src: "", wantOK: true, wantWait: 0},
 		}},
 		{"empty keys never throttled", base, []step{
 			{act: "fail", user: "", src: ""},
@@ -104,9 +114,6 @@ func TestScenarios(t *testing.T) {
 			{user: "", src: "", wantOK: true},
 		}},
 	}
-	// "window expiry": after the window the count is gone but the
-	// consecutive backoff (capped at 8s) is long over too.
-	tests[9].steps[3].wantOK = true
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			th, c := newTest(tc.cfg)
@@ -127,6 +134,73 @@ func TestScenarios(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The defaults: one source never spends the whole account; the pair limit
+// is below the account's.
+func TestDefaults(t *testing.T) {
+	for _, tc := range []struct{ user, pair, want int }{{0, 0, 2}, {3, 0, 2}, {1, 0, 1}, {2, 0, 1}, {9, 0, 8}, {9, 3, 3}} {
+		c := Config{UserFailures: tc.user, UserSourceFailures: tc.pair}.Defaults()
+		if c.UserSourceFailures != tc.want {
+			t.Errorf("user_failures %d, user_source_failures %d: default %d, want %d", tc.user, tc.pair, c.UserSourceFailures, tc.want)
+		}
+	}
+	if c := (Config{}).Defaults(); c.UserFailures != 3 || c.UserSourceFailures != 2 {
+		t.Errorf("defaults %d/%d, want 3/2", c.UserFailures, c.UserSourceFailures)
+	}
+}
+
+// A stranger who keeps failing from one address, through reservations as
+// the gateway makes them, never keeps the owner off from another address,
+// and Waits says which key holds: the pair, then (several sources) the
+// account.
+func TestStrangerCannotLockOwnerOut(t *testing.T) {
+	th, c := newTest(Config{BaseDelay: time.Nanosecond, MaxDelay: time.Nanosecond})
+	ctx := context.Background()
+	attempt := func(src string, ok bool) error {
+		r, _, err := th.Reserve(ctx, "alice", src)
+		if err != nil {
+			return err
+		}
+		if ok {
+			r.Success()
+		} else {
+			r.Fail()
+		}
+		c.advance(time.Millisecond)
+		return nil
+	}
+	var refused int
+	for range 50 {
+		if errors.Is(attempt("stranger", false), ErrThrottled) {
+			refused++
+		}
+	}
+	if refused != 48 {
+		t.Fatalf("%d of 50 attempts from one source refused, want all but 2", refused)
+	}
+	if w := th.Waits("alice", "stranger"); w.Pair == 0 || w.Account != 0 {
+		t.Fatalf("after one source's failures: %+v, want the pair held and not the account", w)
+	}
+	if err := attempt("owner", true); err != nil {
+		t.Fatalf("the owner from another address: %v", err)
+	}
+	// A second and a third source: the account escalates.
+	if err := attempt("stranger2", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := attempt("stranger2", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := attempt("stranger3", false); err != nil {
+		t.Fatal(err)
+	}
+	if w := th.Waits("alice", "owner"); w.Account == 0 {
+		t.Fatalf("three failures from two more sources: %+v, want the account held", w)
+	}
+	if err := attempt("owner", true); !errors.Is(err, ErrThrottled) {
+		t.Fatalf("the owner after the escalation: %v, want throttled", err)
 	}
 }
 
@@ -168,8 +242,8 @@ func TestMaxEntries(t *testing.T) {
 		th.Failure(fmt.Sprintf("u%d", i), fmt.Sprintf("s%d", i))
 		c.advance(time.Second)
 	}
-	if n := th.Len(); n > 20 {
-		t.Fatalf("tracked %d keys, want <= 20", n)
+	if n := th.Len(); n > 30 { // accounts, pairs and sources: 10 each
+		t.Fatalf("tracked %d keys, want <= 30", n)
 	}
 }
 
@@ -270,7 +344,7 @@ func TestReserveWaitsItsTurnAndHonoursContext(t *testing.T) {
 }
 
 func TestReserveRefusesWhenAllowanceUsed(t *testing.T) {
-	th, clk := newTest(Config{UserFailures: 2, UserWindow: time.Hour, BaseDelay: time.Nanosecond, MaxDelay: time.Nanosecond})
+	th, clk := newTest(Config{UserFailures: 2, UserSourceFailures: 2, UserWindow: time.Hour, BaseDelay: time.Nanosecond, MaxDelay: time.Nanosecond})
 	for range 2 {
 		r, _, err := th.Reserve(context.Background(), "alice", "s")
 		if err != nil {
