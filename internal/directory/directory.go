@@ -81,6 +81,14 @@ var (
 	// ErrUnavailable: the source could not be reached and no usable cached
 	// answer exists.
 	ErrUnavailable = errors.New("directory unavailable")
+	// ErrNotChecked marks (errors.Is, alongside ErrUnavailable) a
+	// VerifyPassword that never showed the password to the source: no
+	// server was reachable, or the source was offline without a cached
+	// answer. Such an attempt says nothing about the password, so it must
+	// not count as a failure. Implementations add it only when sure the
+	// password went nowhere; an answer lost after the password was sent
+	// may still count at the source (AD's badPwdCount) and is not marked.
+	ErrNotChecked = errors.New("password not checked")
 )
 
 // Error carries a precise, audit-only reason (for example "ad: 775 account

@@ -6,8 +6,11 @@
 // in order, each costing at most Config.Timeout. Identities are cached for
 // Config.CacheTTL; when no DC answers the directory goes offline like SSSD:
 // public-key logins are served from the cache for Config.OfflineMaxAge,
-// password logins are refused unless Config.CachePasswords is on, and a
-// background loop reconnects with exponential backoff.
+// password logins are refused unless Config.CachePasswords is on (marked
+// directory.ErrNotChecked when the password went nowhere), and a
+// background loop reconnects with exponential backoff; a login that
+// arrives meanwhile asks it to try at once (at most every Config.RetryMin),
+// and a password login waits for that attempt.
 //
 // Group names in Identity.Groups are sAMAccountNames lower-cased, like
 // Identity.Name, so policies can compare them without caring about case.
@@ -60,12 +63,21 @@ type Directory struct {
 	// unknown name answers as fast as a cached one.
 	unknown *negCache
 
+	// kick asks the reconnect loop for an attempt now (see probeNow).
+	kick chan struct{}
+
 	// mu protects the following.
 	mu           sync.Mutex
 	offline      bool
 	offlineSince time.Time
 	probing      bool
 	closed       bool
+	// started and ended count the reconnect loop's attempts; probed is
+	// closed (and replaced) when one ends. attempted is when the last
+	// attempt began (going offline counts as one).
+	started, ended int
+	probed         chan struct{}
+	attempted      time.Time
 }
 
 var _ directory.Directory = (*Directory)(nil)
@@ -90,8 +102,10 @@ func New(cfg Config, logger *slog.Logger) (*Directory, error) {
 		log:     logger,
 		now:     time.Now,
 		cache:   newCache(cfg.MaxCacheEntries),
-		unknown: newNegCache(cfg.MaxCacheEntries),
+		unknown: newNegCache(cfg.MaxCacheEntries, cfg.NegativeCacheTTL),
 		quit:    make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+		probed:  make(chan struct{}),
 		attrs: []string{"sAMAccountName", "userPrincipalName", "userAccountControl",
 			"msDS-User-Account-Control-Computed", "accountExpires", "uidNumber", "gidNumber", "objectSid", "primaryGroupID",
 			cfg.KeyAttribute},
@@ -137,6 +151,7 @@ func (d *Directory) Lookup(ctx context.Context, name string) (directory.Identity
 func (d *Directory) lookup(ctx context.Context, n Name) (*entry, error) {
 	now := d.now()
 	if d.Offline() {
+		d.probeNow(nil) // key logins go on from the cache meanwhile
 		return d.fromCache(n, nil)
 	}
 	if d.unknown.has(n, now) {
@@ -379,22 +394,30 @@ func (d *Directory) VerifyPassword(ctx context.Context, name, password string) (
 	if len(password) > maxPassword {
 		return directory.Identity{}, &directory.Error{Kind: directory.ErrBadPassword, Reason: "ad: password too long"}
 	}
+	if d.Offline() {
+		// Only a DC can check the password: try one now rather than
+		// wait for the reconnect backoff.
+		d.probeNow(ctx)
+	}
 	e, err := d.lookup(ctx, n)
 	if err != nil {
-		if isOutage(err) {
-			return d.passwordOffline(n, password, err)
+		switch {
+		case isOutage(err):
+			return d.passwordOffline(n, password, err, false)
+		case errors.Is(err, directory.ErrUnavailable):
+			return directory.Identity{}, unchecked(err)
 		}
 		return directory.Identity{}, err
 	}
 	if e.id.Cached {
-		return d.passwordOffline(n, password, nil)
+		return d.passwordOffline(n, password, nil, false)
 	}
-	err = d.bindUser(ctx, e.dn, password)
+	sent, err := d.bindUser(ctx, e.dn, password)
 	switch {
 	case err == nil:
 	case isOutage(err):
 		d.goOffline(err)
-		return d.passwordOffline(n, password, err)
+		return d.passwordOffline(n, password, err, sent)
 	case errors.Is(err, directory.ErrUnavailable):
 		return directory.Identity{}, err
 	case errors.Is(err, directory.ErrBadPassword):
@@ -414,42 +437,52 @@ func (d *Directory) VerifyPassword(ctx context.Context, name, password string) (
 
 // bindUser binds as dn on a fresh connection (never a pooled one: a bound
 // connection carries the user's identity), trying the next DC only when
-// the DC, not the password, failed.
-func (d *Directory) bindUser(ctx context.Context, dn, password string) error {
+// the DC, not the password, failed. sent reports whether the password went
+// out to a DC at all (a DC that hangs after it may still count it).
+func (d *Directory) bindUser(ctx context.Context, dn, password string) (sent bool, err error) {
 	var last error
 	for attempt := 0; attempt < 2; attempt++ {
 		conn, i, err := d.dcs.dial(ctx, false, attempt > 0)
 		if err != nil {
-			return err
+			return sent, err
 		}
 		conn.SetTimeout(d.dcs.budget(ctx))
+		sent = true
 		err = conn.Bind(dn, password)
 		go conn.Close()
 		if err == nil {
-			return nil
+			return sent, nil
 		}
 		de, retry := classifyBind(err)
 		if !retry {
-			return de
+			return sent, de
 		}
 		d.dcs.markDown(i)
 		last = de
 	}
-	return last
+	return sent, last
 }
 
 // passwordOffline verifies against the cached hash, if the opt-in cache has
-// one young enough.
-func (d *Directory) passwordOffline(n Name, password string, cause error) (directory.Identity, error) {
+// one young enough. sent says the password went out to a DC before the
+// outage showed: then a refusal here is not marked ErrNotChecked.
+func (d *Directory) passwordOffline(n Name, password string, cause error, sent bool) (directory.Identity, error) {
+	mark := unchecked
+	if sent {
+		mark = func(err error) error { return err }
+	}
 	if !d.cfg.CachePasswords {
-		return directory.Identity{}, &directory.Error{Kind: directory.ErrUnavailable, Reason: "ad: offline, password logins need a domain controller", Err: cause}
+		return directory.Identity{}, mark(&directory.Error{Kind: directory.ErrUnavailable, Reason: "ad: offline, password logins need a domain controller", Err: cause})
 	}
 	e, err := d.fromCache(n, cause)
 	if err != nil {
+		if errors.Is(err, directory.ErrUnavailable) {
+			err = mark(err)
+		}
 		return directory.Identity{}, err
 	}
 	if e.pwHash == "" || d.now().Sub(e.pwAt) > d.cfg.PasswordCacheMaxAge {
-		return directory.Identity{}, &directory.Error{Kind: directory.ErrUnavailable, Reason: "ad: offline, no cached password", Err: cause}
+		return directory.Identity{}, mark(&directory.Error{Kind: directory.ErrUnavailable, Reason: "ad: offline, no cached password", Err: cause})
 	}
 	ok, err := argon2id.ComparePasswordAndHash(password, e.pwHash)
 	if err != nil || !ok {
@@ -468,6 +501,7 @@ func (d *Directory) goOffline(cause error) {
 	if !d.offline {
 		d.offline = true
 		d.offlineSince = d.now()
+		d.attempted = time.Now()
 		d.log.Warn("ad: no domain controller reachable, going offline", "reason", directory.Reason(cause), "err", cause)
 	}
 	if !d.probing {
@@ -478,6 +512,8 @@ func (d *Directory) goOffline(cause error) {
 }
 
 // reconnect retries the DCs with exponential backoff until one answers.
+// A kick (a login while offline) brings the next attempt forward, to no
+// sooner than RetryMin after the last one began.
 func (d *Directory) reconnect() {
 	defer d.wg.Done()
 	wait := d.cfg.RetryMin
@@ -488,21 +524,82 @@ func (d *Directory) reconnect() {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-d.kick:
+			t.Stop()
+			d.mu.Lock()
+			last := d.attempted
+			d.mu.Unlock()
+			if early := time.Until(last.Add(d.cfg.RetryMin)); early > 0 {
+				t = time.NewTimer(early)
+				select {
+				case <-d.quit:
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
 		}
+		d.mu.Lock()
+		d.started++
+		d.attempted = time.Now()
+		d.mu.Unlock()
 		ctx, cancel := context.WithTimeout(d.ctx, time.Duration(len(d.cfg.URLs)+1)*d.cfg.Timeout)
 		d.dcs.drain()
 		err := d.Ping(ctx)
 		cancel()
+		d.mu.Lock()
+		d.ended++
+		close(d.probed)
+		d.probed = make(chan struct{})
 		if err == nil {
-			d.mu.Lock()
 			since := d.offlineSince
 			d.offline, d.probing = false, false
 			d.mu.Unlock()
 			d.log.Info("ad: domain controller reachable again, back online", "offline_for", d.now().Sub(since).Round(time.Second))
 			return
 		}
+		d.mu.Unlock()
 		d.log.Debug("ad: still offline", "retry_in", wait, "err", err)
 		wait = min(2*wait, d.cfg.RetryMax)
+	}
+}
+
+// probeNow asks the reconnect loop, while offline, for an attempt now (no
+// sooner than RetryMin after the last one began). With ctx it also waits
+// (within ctx) until an attempt that began after the ask has ended, and
+// reports whether the directory is online; without, or when that attempt
+// is more than a DC timeout away, it returns at once.
+func (d *Directory) probeNow(ctx context.Context) bool {
+	d.mu.Lock()
+	if !d.offline {
+		d.mu.Unlock()
+		return true
+	}
+	// Attempts up to started began before this ask (one may be running).
+	want := d.started + 1
+	soon := time.Until(d.attempted.Add(d.cfg.RetryMin)) <= d.cfg.Timeout
+	d.mu.Unlock()
+	select {
+	case d.kick <- struct{}{}:
+	default: // already asked
+	}
+	if ctx == nil || !soon {
+		return false
+	}
+	for {
+		d.mu.Lock()
+		online, done, probed := !d.offline, d.ended >= want, d.probed
+		d.mu.Unlock()
+		if online || done {
+			return online
+		}
+		select {
+		case <-probed:
+		case <-ctx.Done():
+			return false
+		case <-d.quit:
+			return false
+		}
 	}
 }
 
@@ -526,6 +623,16 @@ func (d *Directory) Close() error {
 func (d *Directory) String() string {
 	return fmt.Sprintf("ad(%s, base %s)", strings.Join(d.cfg.URLs, " "), d.cfg.BaseDN)
 }
+
+// unchecked marks err directory.ErrNotChecked: the password never left the
+// gateway.
+func unchecked(err error) error { return &uncheckedError{err} }
+
+type uncheckedError struct{ error }
+
+func (e *uncheckedError) Unwrap() error { return e.error }
+
+func (e *uncheckedError) Is(target error) bool { return target == directory.ErrNotChecked }
 
 // CanonicalName maps the forms a user may type (alice, HPC\alice,
 // alice@hpc.example.edu) to one key, for per-user throttling. Names that do

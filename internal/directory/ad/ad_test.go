@@ -302,7 +302,7 @@ func TestAccountStates(t *testing.T) {
 			_, err = d.VerifyPassword(ctxT(t), tc.user, pw(tc.user))
 			wantErr(t, err, directory.ErrAccountDisabled, tc.lookup)
 			// What AD itself says when the user binds.
-			err = d.bindUser(ctxT(t), users[tc.user].DN, pw(tc.user))
+			_, err = d.bindUser(ctxT(t), users[tc.user].DN, pw(tc.user))
 			wantErr(t, err, directory.ErrAccountDisabled, tc.bindReason)
 		})
 	}
@@ -325,7 +325,7 @@ func TestLockout(t *testing.T) {
 		_, err = d.VerifyPassword(ctxT(t), "locky", "wrong-password")
 		wantErr(t, err, directory.ErrBadPassword, "ad: 52e invalid credentials")
 	}
-	err = d.bindUser(ctxT(t), users["locky"].DN, pw("locky"))
+	_, err = d.bindUser(ctxT(t), users["locky"].DN, pw("locky"))
 	wantErr(t, err, directory.ErrAccountDisabled, "ad: 775 account locked out")
 	d2 := newDir(t, nil)
 	_, err = d2.Lookup(ctxT(t), "locky")

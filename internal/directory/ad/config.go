@@ -67,6 +67,13 @@ type Config struct {
 	// CacheTTL is how long a looked-up identity is served without asking AD
 	// again (default 5m).
 	CacheTTL time.Duration `yaml:"cache_ttl"`
+	// NegativeCacheTTL is how long a name AD does not know stays unknown
+	// without asking again (default 30s): short, so an account created a
+	// moment ago can log in almost at once. That it differs from CacheTTL
+	// cannot be seen from outside: the gateway answers every refusal
+	// before proof at a fixed time, whether the answer came from the cache
+	// or from AD.
+	NegativeCacheTTL time.Duration `yaml:"negative_cache_ttl"`
 	// OfflineMaxAge is how long, while every DC is unreachable, a cached
 	// identity still allows public-key logins (default 24h, like SSSD's
 	// offline_credentials_expiration-free key logins).
@@ -78,7 +85,10 @@ type Config struct {
 	// (default 12h).
 	PasswordCacheMaxAge time.Duration `yaml:"password_cache_max_age"`
 	// RetryMin and RetryMax bound the exponential backoff of the background
-	// reconnection attempts while offline (default 2s and 1m).
+	// reconnection attempts while offline (default 2s and 1m). A login that
+	// arrives while offline asks for an attempt at once, so logins resume
+	// within seconds of a DC's return; RetryMin is also the least time
+	// between two attempts, however many logins ask.
 	RetryMin time.Duration `yaml:"retry_min"`
 	RetryMax time.Duration `yaml:"retry_max"`
 	// DCDownFor: a DC that failed is skipped for this long while another
@@ -108,6 +118,9 @@ func (cfg Config) Defaults() Config {
 	}
 	if cfg.CacheTTL == 0 {
 		cfg.CacheTTL = 5 * time.Minute
+	}
+	if cfg.NegativeCacheTTL == 0 {
+		cfg.NegativeCacheTTL = 30 * time.Second
 	}
 	if cfg.OfflineMaxAge == 0 {
 		cfg.OfflineMaxAge = 24 * time.Hour
@@ -210,7 +223,7 @@ func (cfg Config) Problems() []Problem {
 	if cfg.PoolSize < 1 || cfg.PoolSize > 64 {
 		bad("pool_size", "%d: must be 1..64", cfg.PoolSize)
 	}
-	for key, d := range map[string]time.Duration{"cache_ttl": cfg.CacheTTL, "offline_max_age": cfg.OfflineMaxAge,
+	for key, d := range map[string]time.Duration{"cache_ttl": cfg.CacheTTL, "negative_cache_ttl": cfg.NegativeCacheTTL, "offline_max_age": cfg.OfflineMaxAge,
 		"password_cache_max_age": cfg.PasswordCacheMaxAge, "idle_check": cfg.IdleCheck, "dc_down_for": cfg.DCDownFor} {
 		if d < 0 {
 			bad(key, "must not be negative")
