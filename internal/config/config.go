@@ -184,6 +184,39 @@ type Gateway struct {
 	// whoever they are for: each may hash with argon2id (64 MiB) or hold
 	// an LDAP bind. Default: the number of CPUs, at least 2.
 	MaxPasswordChecks int `yaml:"max_password_checks"`
+	// KeyRefusalDelay is when a public key offered for a name is refused,
+	// counted from the first request naming it on the connection, whether
+	// the directory answered sooner or not at all (then the key is refused
+	// unseen and the answer cached for the next connection); later
+	// refusals for that name on the connection go at once. A stranger
+	// timing refusals sees this delay for every name, whether it exists,
+	// is cached, or AD is slow. Keep it above the slowest healthy lookup
+	// (a cold search with nested groups). Default 500ms.
+	KeyRefusalDelay time.Duration `yaml:"key_refusal_delay"`
+	// PasswordRefusalDelay is when a wrong password (or keyboard-interactive
+	// answer) is refused, counted from its arrival, for known and unknown
+	// names alike; a check the directory has not answered by then goes on
+	// in the background (its outcome counts in the throttle) and the
+	// attempt is refused. Keep it above the slowest healthy lookup plus
+	// bind. Default 1s.
+	PasswordRefusalDelay time.Duration `yaml:"password_refusal_delay"`
+	// MaxLookups bounds directory lookups running at once for clients that
+	// have not authenticated yet, from everyone together; more wait their
+	// turn, taken round-robin by source, so a flood from one source never
+	// queues another's login. Keep it at most the directory's pool_size.
+	// Default 4.
+	MaxLookups int `yaml:"max_lookups"`
+	// PerSourceLookups bounds those lookups running at once for one source
+	// (an IPv4 address or an IPv6 /64; admission_exempt sources are not
+	// limited per source). Default 2.
+	PerSourceLookups int `yaml:"per_source_lookups"`
+	// PerSourceLookupRate is how many names per second one source may
+	// have looked up on average, PerSourceLookupBurst how many at once;
+	// a name over the limit is refused unseen (at the refusal delay, like
+	// any other). An honest client names one user per connection, so the
+	// defaults match per_source_rate and per_source_burst: 10 and 40.
+	PerSourceLookupRate  float64 `yaml:"per_source_lookup_rate"`
+	PerSourceLookupBurst int     `yaml:"per_source_lookup_burst"`
 	// KexAlgorithms, Ciphers and MACs are what clients may negotiate, like
 	// sshd_config's options of the same names. The defaults are no weaker
 	// than OpenSSH's own: the post-quantum hybrid first, nothing SHA-1.
@@ -267,6 +300,13 @@ type Backend struct {
 	// login simply dials after the proof.
 	SpeculativeMax     int `yaml:"speculative_max"`
 	SpeculativePerNode int `yaml:"speculative_per_node"`
+	// SpeculativePerSource bounds them for one client source (an IPv4
+	// address or an IPv6 /64; admission_exempt sources only meet the
+	// other two bounds). A preconnection also waits for the client's SSH
+	// identification string and the header of its first key exchange
+	// message, so a port scanner or a client sending noise costs no node
+	// anything. Default 2.
+	SpeculativePerSource int `yaml:"speculative_per_source"`
 	// MinUID refuses directory accounts whose uid is known and below it
 	// (system accounts); 0 disables the floor. Default 1000.
 	MinUID *int `yaml:"min_uid"`
@@ -425,6 +465,24 @@ func (c *Config) setDefaults() {
 	if g.MaxPasswordChecks == 0 {
 		g.MaxPasswordChecks = max(2, runtime.NumCPU())
 	}
+	if g.KeyRefusalDelay == 0 {
+		g.KeyRefusalDelay = 500 * time.Millisecond
+	}
+	if g.PasswordRefusalDelay == 0 {
+		g.PasswordRefusalDelay = time.Second
+	}
+	if g.MaxLookups == 0 {
+		g.MaxLookups = 4
+	}
+	if g.PerSourceLookups == 0 {
+		g.PerSourceLookups = 2
+	}
+	if g.PerSourceLookupRate == 0 {
+		g.PerSourceLookupRate = 10
+	}
+	if g.PerSourceLookupBurst == 0 {
+		g.PerSourceLookupBurst = 40
+	}
 	if g.KexAlgorithms == nil {
 		g.KexAlgorithms = DefaultKexAlgorithms()
 	}
@@ -456,6 +514,9 @@ func (c *Config) setDefaults() {
 	}
 	if b.SpeculativePerNode == 0 {
 		b.SpeculativePerNode = 8
+	}
+	if b.SpeculativePerSource == 0 {
+		b.SpeculativePerSource = 2
 	}
 	if b.MinUID == nil {
 		v := 1000
@@ -622,13 +683,27 @@ func (c *Config) validate() error {
 		v   int
 	}{{"gateway.max_startups", g.MaxStartups}, {"gateway.per_source_max_startups", g.PerSourceMaxStartups},
 		{"gateway.per_source_burst", g.PerSourceBurst}, {"gateway.max_password_checks", g.MaxPasswordChecks},
-		{"backend.speculative_max", c.Backend.SpeculativeMax}, {"backend.speculative_per_node", c.Backend.SpeculativePerNode}} {
+		{"gateway.max_lookups", g.MaxLookups}, {"gateway.per_source_lookups", g.PerSourceLookups},
+		{"gateway.per_source_lookup_burst", g.PerSourceLookupBurst},
+		{"backend.speculative_max", c.Backend.SpeculativeMax}, {"backend.speculative_per_node", c.Backend.SpeculativePerNode},
+		{"backend.speculative_per_source", c.Backend.SpeculativePerSource}} {
 		if n.v < 1 {
 			add(c.Errorf(n.key, "must be at least 1"))
 		}
 	}
 	if g.PerSourceRate <= 0 {
 		add(c.Errorf("gateway.per_source_rate", "must be positive (connections per second)"))
+	}
+	if g.PerSourceLookupRate <= 0 {
+		add(c.Errorf("gateway.per_source_lookup_rate", "must be positive (names per second)"))
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"gateway.key_refusal_delay", g.KeyRefusalDelay}, {"gateway.password_refusal_delay", g.PasswordRefusalDelay}} {
+		if d.v <= 0 || d.v > g.AuthTimeout {
+			add(c.Errorf(d.key, "must be positive and at most auth_timeout (%s)", g.AuthTimeout))
+		}
 	}
 	for i, a := range g.AdmissionExempt {
 		if _, err := parsePrefix(a); err != nil {

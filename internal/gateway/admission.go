@@ -47,13 +47,9 @@ type admission struct {
 }
 
 type sourceState struct {
-	pending int       // unauthenticated connections now
-	tokens  float64   // token bucket
-	at      time.Time // when tokens was computed
+	pending int // unauthenticated connections now
+	bucket
 }
-
-// maxSources bounds the per-source table; idle entries are dropped first.
-const maxSources = 100000
 
 func newAdmission(lim AdmissionLimits, now func() time.Time) *admission {
 	return &admission{lim: lim, now: now, sources: map[string]*sourceState{}}
@@ -74,18 +70,15 @@ func (a *admission) admit(src string) (release func(), refused string) {
 		if len(a.sources) >= maxSources {
 			a.prune(now)
 		}
-		s = &sourceState{tokens: float64(a.lim.PerSourceBurst), at: now}
+		s = &sourceState{bucket: newBucket(a.lim.PerSourceBurst, now)}
 		a.sources[src] = s
 	}
-	s.tokens = min(float64(a.lim.PerSourceBurst), s.tokens+now.Sub(s.at).Seconds()*a.lim.PerSourceRate)
-	s.at = now
 	if s.pending >= a.lim.PerSourceMaxStartups {
 		return nil, admitPerSource
 	}
-	if s.tokens < 1 {
+	if !s.take(now, a.lim.PerSourceRate, a.lim.PerSourceBurst) {
 		return nil, admitRate
 	}
-	s.tokens--
 	s.pending++
 	a.total++
 	return a.releaser(s), ""
@@ -119,23 +112,11 @@ func (a *admission) admitExempt() (release func(), refused string) {
 	return a.releaser(nil), ""
 }
 
-// prune drops sources with nothing pending whose bucket is full again
-// (they would start afresh anyway); mu held.
+// prune drops sources with nothing pending whose bucket is full again;
+// mu held.
 func (a *admission) prune(now time.Time) {
-	for k, s := range a.sources {
-		if s.pending == 0 && s.tokens+now.Sub(s.at).Seconds()*a.lim.PerSourceRate >= float64(a.lim.PerSourceBurst) {
-			delete(a.sources, k)
-		}
-	}
-	if len(a.sources) < maxSources {
-		return
-	}
-	for k, s := range a.sources { // still full: drop any idle one
-		if s.pending == 0 {
-			delete(a.sources, k)
-			return
-		}
-	}
+	pruneSources(a.sources, func(s *sourceState) bool { return s.pending == 0 },
+		func(s *sourceState) bool { return s.full(now, a.lim.PerSourceRate, a.lim.PerSourceBurst) })
 }
 
 // unauthenticated is the number of connections admitted and not yet

@@ -25,7 +25,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,13 +100,13 @@ type Gateway struct {
 	budget   func(account string) string
 	metrics  *metrics
 	sessions *sessionTable
-	lookups  lookupTimes // recent directory lookup latencies (timing.go)
 
 	// Limits on connections and on the work strangers cause.
-	slots chan struct{} // one per allowed concurrent connection
-	admit *admission
-	spec  *specBudget // node connections before proof
-	pw    *passwordGate
+	slots   chan struct{} // one per allowed concurrent connection
+	admit   *admission
+	lookups *lookupGate // directory lookups before proof
+	spec    *specBudget // node connections before proof
+	pw      *passwordGate
 
 	rndMu sync.Mutex // rndMu protects rnd
 	rnd   *rand.Rand
@@ -121,6 +120,7 @@ type Gateway struct {
 	closed    bool
 
 	wg sync.WaitGroup // connection handlers
+	bg sync.WaitGroup // their background work (lookups, password checks)
 }
 
 // New builds a gateway from its configuration (validated by config.Load).
@@ -150,7 +150,9 @@ func New(cfg *config.Config, d Deps) (*Gateway, error) {
 		slots:   make(chan struct{}, cfg.Gateway.MaxConnections),
 		admit: newAdmission(AdmissionLimits{MaxStartups: cfg.Gateway.MaxStartups, PerSourceMaxStartups: cfg.Gateway.PerSourceMaxStartups,
 			PerSourceRate: cfg.Gateway.PerSourceRate, PerSourceBurst: cfg.Gateway.PerSourceBurst}, time.Now),
-		spec:      newSpecBudget(cfg.Backend.SpeculativeMax, cfg.Backend.SpeculativePerNode),
+		lookups: newLookupGate(LookupLimits{Max: cfg.Gateway.MaxLookups, PerSource: cfg.Gateway.PerSourceLookups,
+			PerSourceRate: cfg.Gateway.PerSourceLookupRate, PerSourceBurst: cfg.Gateway.PerSourceLookupBurst}, time.Now),
+		spec:      newSpecBudget(cfg.Backend.SpeculativeMax, cfg.Backend.SpeculativePerNode, cfg.Backend.SpeculativePerSource),
 		rnd:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		listeners: map[net.Listener]struct{}{},
 	}
@@ -235,6 +237,7 @@ func (g *Gateway) Close() error {
 	g.mu.Unlock()
 	g.sessions.closeAll()
 	g.wg.Wait()
+	g.bg.Wait()
 	return nil
 }
 
@@ -268,7 +271,7 @@ func (g *Gateway) handle(ctx context.Context, nc net.Conn) {
 		defer stopLogin()
 		in := nc
 		if *set.cfg.Backend.Preconnect {
-			in = c.preconnectOnFirstBytes(nc)
+			in = c.preconnectOnHello(nc)
 		}
 		var err error
 		sconn, chans, reqs, err = ssh.NewServerConn(in, c.serverConfig())
@@ -297,13 +300,9 @@ func (g *Gateway) handle(ctx context.Context, nc net.Conn) {
 // admitConn takes an admission place for a connection from src.
 func (g *Gateway) admitConn(set *settings, src string) (release func(), refused string) {
 	key := SourceKey(src)
-	if a, err := netip.ParseAddr(key); err == nil {
-		for _, p := range set.exempt {
-			if p.Contains(a) {
-				// One shared source: only max_startups applies.
-				return g.admit.admitExempt()
-			}
-		}
+	if set.exemptSource(key) {
+		// One shared source: only max_startups applies.
+		return g.admit.admitExempt()
 	}
 	return g.admit.admit(key)
 }
@@ -383,14 +382,30 @@ func (g *Gateway) Explain(ctx context.Context, typed string) (string, error) {
 
 // The server interface (conn.go): what a connection asks of the gateway.
 
-func (g *Gateway) identify(ctx context.Context, name string) (directory.Identity, error) {
-	start := time.Now()
-	id, err := g.dir.Lookup(ctx, name)
-	g.lookups.record(time.Since(start))
-	return id, err
+func (g *Gateway) identify(ctx context.Context, srcKey, name string) (directory.Identity, error) {
+	release, err := g.lookups.acquire(ctx, srcKey, srcKey != "")
+	if err != nil {
+		switch {
+		case errors.Is(err, errLookupRate):
+			g.limited("lookup_rate")
+		case errors.Is(err, errLookupQueue):
+			g.limited("lookup_queue")
+		}
+		return directory.Identity{}, &directory.Error{Kind: directory.ErrUnavailable, Reason: err.Error(), Err: err}
+	}
+	defer release()
+	return g.dir.Lookup(ctx, name)
 }
 
-func (g *Gateway) refusalFloor() time.Duration { return g.lookups.floor() }
+func (g *Gateway) background(f func()) {
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		f()
+	}()
+}
+
+func (g *Gateway) limited(reason string) { g.metrics.limited.WithLabelValues(reason).Inc() }
 
 func (g *Gateway) checkPassword(ctx context.Context, srcKey, account, name, pw string) (directory.Identity, string, error) {
 	return g.pw.check(ctx, srcKey, account, name, pw)
@@ -416,7 +431,9 @@ func (g *Gateway) guess() (node.Node, bool) {
 	return login.Guess(v, cfg.Route, time.Now(), g.rnd)
 }
 
-func (g *Gateway) speculative(node string) (func(), bool) { return g.spec.acquire(node) }
+func (g *Gateway) speculative(node, srcKey string) (func(), bool) {
+	return g.spec.acquire(node, srcKey)
+}
 
 func (g *Gateway) reserveSession(user string, max int) (func(), bool) {
 	return g.sessions.reserve(user, max)

@@ -38,7 +38,7 @@ func (c *conn) speculate(a attempt) {
 		return
 	}
 	t := out.Targets[0]
-	release, ok := c.srv.speculative(t.Name)
+	release, ok := c.srv.speculative(t.Name, c.limitedSrc())
 	if !ok {
 		return
 	}
@@ -86,6 +86,7 @@ func (c *conn) login(a attempt) (*ssh.Permissions, error) {
 		}
 		b, err := c.dial(a, t).finish(c.ctx, signer)
 		if err == nil {
+			c.kex.authed.Store(true) // re-keying is the client's business now
 			c.result = &loginResult{typed: a.typed, ident: a.ident, policy: out.Policy, method: a.method, backend: b, slot: slot}
 			c.auditAuth(a, "ok", "")
 			return &ssh.Permissions{Extensions: map[string]string{
