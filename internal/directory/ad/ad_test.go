@@ -23,6 +23,7 @@ import (
 
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/test/harness/samba"
+	"github.com/frontdoor-hpc/frontdoor/test/harness/slowlink"
 )
 
 // dcAddr is this package's DC address; other packages use other ones.
@@ -521,6 +522,66 @@ func TestOutage(t *testing.T) {
 				t.Fatalf("after recovery: %+v, %v", id, err)
 			}
 		})
+	}
+}
+
+// TestLoginProbesWhileOffline: while no DC answers, a password check is
+// refused as never checked (directory.ErrNotChecked: it must not count as
+// a wrong password), and once the DC is back the next login finds it at
+// once instead of waiting for the reconnect backoff, grown meanwhile to
+// seconds (issue 20). The DC "dies" behind a relay that refuses its
+// connections, so the outage costs no timeout.
+func TestLoginProbesWhileOffline(t *testing.T) {
+	link, err := slowlink.Start(strings.TrimPrefix(dc.URL(), "ldaps://"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	const retryMin = 200 * time.Millisecond
+	d := newDir(t, func(c *Config) {
+		c.URLs = []string{"ldaps://" + link.Addr()}
+		c.TLSServerName = dcAddr
+		c.CacheTTL = time.Millisecond
+		c.RetryMin, c.RetryMax = retryMin, time.Hour
+	})
+	ctx := ctxT(t)
+	if _, err := d.VerifyPassword(ctx, "alice", pw("alice")); err != nil {
+		t.Fatal(err)
+	}
+	link.SetDown(true)
+	if id, err := d.Lookup(ctx, "alice"); err != nil || !id.Cached {
+		t.Fatalf("lookup with the DC gone: %+v, %v", id, err)
+	}
+	_, err = d.VerifyPassword(ctx, "alice", pw("alice"))
+	wantErr(t, err, directory.ErrUnavailable, "ad: offline, password logins need a domain controller")
+	if !errors.Is(err, directory.ErrNotChecked) {
+		t.Fatalf("offline refusal not marked ErrNotChecked: %v", err)
+	}
+	// Let the backoff grow: after 5 failed attempts the next one is due
+	// at least 16 × retry_min after the last.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d.mu.Lock()
+		n := d.ended
+		d.mu.Unlock()
+		if n >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d reconnect attempts in 30s", n)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+	link.SetDown(false)
+	start := time.Now()
+	id, err := d.VerifyPassword(ctx, "alice", pw("alice"))
+	took := time.Since(start)
+	if err != nil || id.Cached {
+		t.Fatalf("right password once the DC is back: %+v, %v", id, err)
+	}
+	t.Logf("DC back: the next password login went through in %v (the backoff had grown past %v)", took.Round(time.Millisecond), 16*retryMin)
+	if took > 8*retryMin {
+		t.Errorf("the login waited %v for the DC: it should ask for an attempt at once", took)
 	}
 }
 
