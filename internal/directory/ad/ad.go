@@ -10,7 +10,7 @@
 // directory.ErrNotChecked when the password went nowhere), and a
 // background loop reconnects with exponential backoff; a login that
 // arrives meanwhile asks it to try at once (at most every Config.RetryMin),
-// and a password login waits for that attempt.
+// and a password login waits (up to half a second) for that attempt.
 //
 // Group names in Identity.Groups are sAMAccountNames lower-cased, like
 // Identity.Name, so policies can compare them without caring about case.
@@ -234,7 +234,7 @@ func (d *Directory) fetch(ctx context.Context, n Name) (*entry, error) {
 	var groups []*ldap.Entry
 	err := d.dcs.do(ctx, func(c *ldap.Conn) error {
 		user, groups = nil, nil
-		tl := int(d.cfg.Timeout / time.Second)
+		tl := d.timeLimit()
 		res, err := c.Search(ldap.NewSearchRequest(d.cfg.BaseDN, ldap.ScopeWholeSubtree, ldap.NeverDerefAliases,
 			2, tl, false, filter, d.attrs, nil))
 		if err != nil && !ldap.IsErrorWithCode(err, ldap.LDAPResultSizeLimitExceeded) {
@@ -313,7 +313,7 @@ func (d *Directory) Version(ctx context.Context) (string, error) {
 	var v string
 	err := d.dcs.do(ctx, func(c *ldap.Conn) error {
 		res, err := c.Search(ldap.NewSearchRequest("", ldap.ScopeBaseObject, ldap.NeverDerefAliases, 1,
-			int(d.cfg.Timeout/time.Second), false, "(objectClass=*)", []string{"highestCommittedUSN", "dsServiceName"}, nil))
+			d.timeLimit(), false, "(objectClass=*)", []string{"highestCommittedUSN", "dsServiceName"}, nil))
 		if err != nil {
 			return err
 		}
@@ -342,7 +342,7 @@ func (d *Directory) Members(ctx context.Context, group string) ([]string, error)
 	var out []string
 	err := d.dcs.do(ctx, func(c *ldap.Conn) error {
 		out = nil
-		tl := int(d.cfg.Timeout / time.Second)
+		tl := d.timeLimit()
 		filter := "(&(objectCategory=person)(objectClass=user)" + enabled + ")"
 		if group != "*" {
 			gres, err := c.Search(ldap.NewSearchRequest(d.cfg.BaseDN, ldap.ScopeWholeSubtree, ldap.NeverDerefAliases,
@@ -396,8 +396,11 @@ func (d *Directory) VerifyPassword(ctx context.Context, name, password string) (
 	}
 	if d.Offline() {
 		// Only a DC can check the password: try one now rather than
-		// wait for the reconnect backoff.
-		d.probeNow(ctx)
+		// wait for the reconnect backoff. A DC that is back answers
+		// within moments; one still hung would cost the whole timeout.
+		pctx, cancel := context.WithTimeout(ctx, probeWait)
+		d.probeNow(pctx)
+		cancel()
 	}
 	e, err := d.lookup(ctx, n)
 	if err != nil {
@@ -564,6 +567,10 @@ func (d *Directory) reconnect() {
 	}
 }
 
+// probeWait is how long a password check while offline waits for the
+// reconnect attempt it asked for.
+const probeWait = 500 * time.Millisecond
+
 // probeNow asks the reconnect loop, while offline, for an attempt now (no
 // sooner than RetryMin after the last one began). With ctx it also waits
 // (within ctx) until an attempt that began after the ask has ended, and
@@ -623,6 +630,13 @@ func (d *Directory) Close() error {
 func (d *Directory) String() string {
 	return fmt.Sprintf("ad(%s, base %s)", strings.Join(d.cfg.URLs, " "), d.cfg.BaseDN)
 }
+
+// timeLimit is the time limit (whole seconds) a search asks the DC for:
+// one more than Timeout, which bounds the wait on our side. Samba counts
+// the limit in whole seconds of its clock, so a limit of 1 can expire at
+// once ("Time Limit Exceeded ... Indexed and full searches both failed"
+// after 17 ms, seen with timeout 1s).
+func (d *Directory) timeLimit() int { return int(d.cfg.Timeout/time.Second) + 1 }
 
 // unchecked marks err directory.ErrNotChecked: the password never left the
 // gateway.
