@@ -264,7 +264,20 @@ func (c *conn) passwordLogin(typed, pw, method string) (*ssh.Permissions, error)
 	select {
 	case r = <-res:
 	case <-tm.C:
-		r.reason = "directory did not answer within password_refusal_delay"
+		// Refused now; audited once the check ends, with its outcome.
+		late := a
+		c.srv.background(func() {
+			r := <-res
+			reason := r.reason
+			switch {
+			case r.err == nil && reason == "":
+				reason = "right password, answered after password_refusal_delay: refused"
+			case reason == "":
+				reason = directory.Reason(r.err) + " (answered after password_refusal_delay)"
+			}
+			c.auditAuth(late, "fail", reason)
+		})
+		return nil, errAuth
 	case <-c.ctx.Done():
 		r.reason = "connection ended during the password check"
 	}

@@ -394,7 +394,12 @@ func (g *Gateway) identify(ctx context.Context, srcKey, name string) (directory.
 		return directory.Identity{}, &directory.Error{Kind: directory.ErrUnavailable, Reason: err.Error(), Err: err}
 	}
 	defer release()
-	return g.dir.Lookup(ctx, name)
+	start := time.Now()
+	id, err := g.dir.Lookup(ctx, name)
+	took := time.Since(start)
+	g.metrics.lookupSeconds.Observe(took.Seconds())
+	g.log.Debug("directory lookup", "user", login.Sanitize(name), "src", srcKey, "took", took, "err", err)
+	return id, err
 }
 
 func (g *Gateway) background(f func()) {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"errors"
+	"net/netip"
 	"slices"
 	"testing"
 
@@ -57,6 +58,25 @@ func TestKexBudget(t *testing.T) {
 		k.authed.Store(true)
 		if _, err := w.Sign(rand.Reader, []byte("rekey after login")); err != nil {
 			t.Fatalf("%s: re-key after authentication: %v", s.PublicKey().Type(), err)
+		}
+	}
+}
+
+// admission_exempt holds for IPv6 clients too: their source key is a /64,
+// exempt when the listed prefix covers it.
+func TestExemptSource(t *testing.T) {
+	s := &settings{exempt: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8::/48")}}
+	for key, want := range map[string]bool{
+		SourceKey("10.1.2.3:22"):          true,
+		SourceKey("192.0.2.1:22"):         false,
+		SourceKey("[2001:db8:0:1::5]:22"): true,
+		SourceKey("[2001:db9::5]:22"):     false,
+		SourceKey("[::ffff:10.0.0.1]:22"): true,
+		"2001:db8::/32":                   false, // wider than the exempt prefix
+		"not an address":                  false,
+	} {
+		if got := s.exemptSource(key); got != want {
+			t.Errorf("exemptSource(%q) = %v, want %v", key, got, want)
 		}
 	}
 }
