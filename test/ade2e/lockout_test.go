@@ -23,7 +23,9 @@ func TestNoLockoutThroughFrontdoor(t *testing.T) {
 	ctx := t.Context()
 	dc.LockoutForTest(t, 3, 10*time.Minute)
 
-	safe := newGateway(t, gwOptions{Throttle: map[string]any{"user_failures": 2, "user_window": "30m"}})
+	// Every client here connects from 127.0.0.1: the account's failures
+	// from one address are its failures (user_source_failures).
+	safe := newGateway(t, gwOptions{Throttle: map[string]any{"user_failures": 2, "user_source_failures": 2, "user_window": "30m"}})
 	victim, err := createUser(ctx, uniqueName("ade-victim"), grpNested)
 	if err != nil {
 		t.Fatal(err)

@@ -258,7 +258,8 @@ func TestInjectionNamesRefused(t *testing.T) {
 // work.
 func TestThrottle(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t, gwOptions{Throttle: map[string]any{"user_failures": 2, "user_window": "10m"}})
+	// One address (127.0.0.1): the pair's allowance is the account's.
+	g := newGateway(t, gwOptions{Throttle: map[string]any{"user_failures": 2, "user_source_failures": 2, "user_window": "10m"}})
 	for i := range 2 {
 		mustRefuse(t, g.passwordClient(t, "password", "Wrong-Passw0rd-"+string(rune('a'+i))), thrName)
 	}
@@ -293,7 +294,7 @@ func TestThrottle(t *testing.T) {
 func TestThrottleUPNAlias(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	g := newGateway(t, gwOptions{Throttle: map[string]any{"user_failures": 2, "user_window": "10m"}})
+	g := newGateway(t, gwOptions{Throttle: map[string]any{"user_failures": 2, "user_source_failures": 2, "user_window": "10m"}})
 	name := uniqueName("ade-jdoe")
 	u, err := createUser(ctx, name, grpNested)
 	if err != nil {

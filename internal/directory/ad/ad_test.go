@@ -7,15 +7,18 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -582,6 +585,55 @@ func TestLoginProbesWhileOffline(t *testing.T) {
 	t.Logf("DC back: the next password login went through in %v (the backoff had grown past %v)", took.Round(time.Millisecond), 16*retryMin)
 	if took > 8*retryMin {
 		t.Errorf("the login waited %v for the DC: it should ask for an attempt at once", took)
+	}
+}
+
+// TestLostBindCounts: a bind that went out to a DC which then stopped
+// answering may still count at AD (its badPwdCount), so its refusal is not
+// marked directory.ErrNotChecked and the gateway counts it as a failure.
+// The "DC" here completes TLS, reads the bind and never answers.
+func TestLostBindCounts(t *testing.T) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dc.Dir(), "tls", "cert.pem"), filepath.Join(dc.Dir(), "tls", "key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				n, _ := io.Copy(io.Discard, c) // the bind arrives; no answer
+				reads.Add(n)
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	d := newDir(t, func(c *Config) {
+		c.CacheTTL = time.Hour
+		c.TLSServerName = dcAddr
+	})
+	ctx := ctxT(t)
+	if _, err := d.VerifyPassword(ctx, "alice", pw("alice")); err != nil {
+		t.Fatal(err)
+	}
+	// From now on every DC the directory knows is the silent one.
+	d.cfg.URLs = []string{"ldaps://" + ln.Addr().String()}
+	d.dcs.cfg.URLs = d.cfg.URLs
+	_, err = d.VerifyPassword(ctx, "alice", "a guess")
+	wantErr(t, err, directory.ErrUnavailable, "")
+	if errors.Is(err, directory.ErrNotChecked) {
+		t.Fatalf("a bind that reached a DC was marked not checked: %v", err)
+	}
+	if reads.Load() == 0 {
+		t.Fatal("nothing reached the silent DC: the test did not send a bind")
 	}
 }
 
