@@ -62,6 +62,16 @@ type Lister interface {
 	Members(ctx context.Context, group string) ([]string, error)
 }
 
+// Staler is implemented by directories that cache identities. Stale is
+// what the cache last knew of name, however long ago (within the
+// directory's own offline limits: never an account it has since seen
+// refused or deleted), without asking the source. The gateway uses it only
+// to decide whether a client may go on to prove a key while the source is
+// slow; the login itself waits for a fresh answer.
+type Staler interface {
+	Stale(name string) (Identity, bool)
+}
+
 // ErrNoSuchGroup: Members was asked for a group the directory does not
 // have.
 var ErrNoSuchGroup = errors.New("no such group")

@@ -142,8 +142,18 @@ func (c *conn) keyOwner(typed string, key ssh.PublicKey, proven bool) (attempt, 
 	}
 	reason := ""
 	switch {
-	case !l.answered():
+	case !l.answered() && !proven:
+		// The directory is late. What its cache last knew decides
+		// whether the client may go on to prove the key (at the
+		// refusal's time, so nothing is told); the login itself waits
+		// for the answer after the proof.
+		if id, ok := c.srv.stale(name); ok && hasKey(id.Keys, key) {
+			a.ident = id
+			return a, true
+		}
 		reason = "directory did not answer within key_refusal_delay"
+	case !l.answered():
+		reason = "directory did not answer"
 	case l.err != nil:
 		reason = directory.Reason(l.err)
 	case !hasKey(l.ident.Keys, key):

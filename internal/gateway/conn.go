@@ -30,6 +30,9 @@ type server interface {
 	// identify looks name up in the directory for a client from srcKey,
 	// through the lookup gate (lookupgate.go).
 	identify(ctx context.Context, srcKey, name string) (directory.Identity, error)
+	// stale is what the directory's cache last knew of name, without
+	// asking it (directory.Staler; false when it does not cache).
+	stale(name string) (directory.Identity, bool)
 	// checkPassword verifies a password through the bans and the throttle
 	// (throttle.go). account is the resolved account name, or "" when the
 	// name is unknown. On failure reason is the audit reason.

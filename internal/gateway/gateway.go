@@ -402,6 +402,13 @@ func (g *Gateway) identify(ctx context.Context, srcKey, name string) (directory.
 	return id, err
 }
 
+func (g *Gateway) stale(name string) (directory.Identity, bool) {
+	if s, ok := g.dir.(directory.Staler); ok {
+		return s.Stale(name)
+	}
+	return directory.Identity{}, false
+}
+
 func (g *Gateway) background(f func()) {
 	g.bg.Add(1)
 	go func() {

@@ -22,11 +22,14 @@ import (
 //   - A public key is refused key_refusal_delay after the connection first
 //     named the user (none or the query itself): if the lookup ended
 //     sooner, the refusal waits for that moment; if it has not ended by
-//     then, the key is refused unseen (the lookup goes on and caches its
-//     answer for the client's next connection). Once a key was refused for
-//     a name, later refusals for it on the connection go at once, known
-//     name or not. An acceptable key is answered as soon as it is known
-//     to be one: that proves nothing to a stranger who lacks the key.
+//     then, what the directory's cache last knew of the name decides
+//     whether the client may go on to prove the key (the login waits for
+//     the fresh answer after the proof), and without it the key is refused
+//     unseen (the lookup goes on and caches its answer for the client's
+//     next connection). Once a key was refused for a name, later refusals
+//     for it on the connection go at once, known name or not. An
+//     acceptable key is answered as soon as it is known to be one: that
+//     proves nothing to a stranger who lacks the key.
 //   - A password (or keyboard-interactive answer) is refused
 //     password_refusal_delay after it arrived; a check the directory has
 //     not answered by then goes on in the background and the attempt is

@@ -162,3 +162,45 @@ func TestNamesPerConnectionBounded(t *testing.T) {
 	k, _ := ssh.NewSignerFromKey(priv)
 	within(t, "a key for a name beyond the bound", timed(func() { c.authPublicKey(meta{"alice"}, k.PublicKey()) }), testKeyDelay)
 }
+
+// cachingDirectory is slowDirectory with a cache that knows every account
+// at once (directory.Staler), as AD's does for users seen before.
+type cachingDirectory struct{ slowDirectory }
+
+func (d cachingDirectory) Stale(name string) (directory.Identity, bool) {
+	id, err := d.Directory.Lookup(context.Background(), name)
+	return id, err == nil
+}
+
+// A directory slower than key_refusal_delay: a user the cache knows may go
+// on to prove their key at the delay (the login then waits for the fresh
+// answer), a stranger's key is refused at the delay all the same.
+func TestLateDirectoryStaleAnswer(t *testing.T) {
+	tg := startTestGatewayWith(t, nil, func(d directory.Directory) directory.Directory {
+		return cachingDirectory{slowDirectory{d, map[string]time.Duration{"bob": 2 * testKeyDelay}}}
+	}, "", `[{name: login1, addr: "127.0.0.1:1", pool: general}]`,
+		"key_refusal_delay: "+testKeyDelay.String(), "password_refusal_delay: "+testPwDelay.String())
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	stranger, _ := ssh.NewSignerFromKey(priv)
+
+	c := testConn(t, tg)
+	var err error
+	within(t, "a stranger's key for bob", timed(func() { _, err = c.authPublicKey(meta{"bob"}, stranger.PublicKey()) }), testKeyDelay)
+	if err == nil {
+		t.Fatal("a stranger's key was accepted")
+	}
+	c = testConn(t, tg)
+	bob := tg.bobKey.PublicKey()
+	var perms *ssh.Permissions
+	within(t, "bob's key from the cache", timed(func() { perms, err = c.authPublicKey(meta{"bob"}, bob) }), testKeyDelay)
+	if err != nil || perms.Extensions[extPrincipal] != "bob" {
+		t.Fatalf("bob's key with the directory late and bob cached: %v %v", perms, err)
+	}
+	// After the proof the login waits for the fresh answer (and then
+	// finds no node here: the no-node banner).
+	took := timed(func() { _, err = c.authVerifiedKey(meta{"bob"}, bob, perms, "ssh-ed25519") })
+	var banner *ssh.BannerError
+	if !errors.As(err, &banner) || took < testKeyDelay/2 {
+		t.Fatalf("signed request: %v after %v, want the no-node banner once the directory answered", err, took)
+	}
+}

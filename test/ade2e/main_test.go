@@ -241,6 +241,8 @@ type gwOptions struct {
 	Throttle map[string]any
 	// Rules default to one rule granting pool general to grpOuter only.
 	Rules []policy.Rule
+	// Gateway keys are merged into the gateway section.
+	Gateway map[string]any
 }
 
 // adGateway is an in-process gateway (test/harness) with the AD directory.
@@ -309,7 +311,7 @@ func startGateway(ctx context.Context, dir string, o gwOptions) (*adGateway, err
 		thr[k] = v
 	}
 	hg, err := harness.StartGateway(ctx, harness.GatewayOptions{Dir: dir, Config: harness.GatewayConfig{
-		Keys: keys, Nodes: nodes, Rules: rules,
+		Keys: keys, Nodes: nodes, Rules: rules, GatewayExtra: o.Gateway,
 		Sections: map[string]any{"directory": map[string]any{"kind": "ad", "ad": adc}, "throttle": thr},
 	}})
 	if err != nil {

@@ -187,6 +187,24 @@ func (d *Directory) lookup(ctx context.Context, n Name) (*entry, error) {
 	return nil, err
 }
 
+var _ directory.Staler = (*Directory)(nil)
+
+// Stale returns the cached identity of name, whatever its age within
+// OfflineMaxAge, without asking AD (see directory.Staler).
+func (d *Directory) Stale(name string) (directory.Identity, bool) {
+	n, err := ParseName(name, d.cfg.Domain, d.cfg.UPNSuffixes)
+	if err != nil {
+		return directory.Identity{}, false
+	}
+	e := d.cache.get(n)
+	now := d.now()
+	if e == nil || now.Sub(e.id.FetchedAt) > d.cfg.OfflineMaxAge || !e.expires.IsZero() && !now.Before(e.expires) {
+		return directory.Identity{}, false
+	}
+	e.id.Cached = true
+	return e.id, true
+}
+
 // fromCache answers while offline: the cached identity, if young enough.
 func (d *Directory) fromCache(n Name, cause error) (*entry, error) {
 	e := d.cache.get(n)
@@ -396,9 +414,10 @@ func (d *Directory) VerifyPassword(ctx context.Context, name, password string) (
 	}
 	if d.Offline() {
 		// Only a DC can check the password: try one now rather than
-		// wait for the reconnect backoff. A DC that is back answers
-		// within moments; one still hung would cost the whole timeout.
-		pctx, cancel := context.WithTimeout(ctx, probeWait)
+		// wait for the reconnect backoff, for as long as any request
+		// to a DC may take (a fixed shorter wait refused logins on a
+		// loaded machine while the DC was back but slow to handshake).
+		pctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 		d.probeNow(pctx)
 		cancel()
 	}
@@ -566,10 +585,6 @@ func (d *Directory) reconnect() {
 		wait = min(2*wait, d.cfg.RetryMax)
 	}
 }
-
-// probeWait is how long a password check while offline waits for the
-// reconnect attempt it asked for.
-const probeWait = 500 * time.Millisecond
 
 // probeNow asks the reconnect loop, while offline, for an attempt now (no
 // sooner than RetryMin after the last one began). With ctx it also waits
