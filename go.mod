@@ -6,10 +6,12 @@ require (
 	github.com/alexedwards/argon2id v1.0.0
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.19
+	github.com/aws/aws-sdk-go-v2/service/kms v1.63.0
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.115.0
 	github.com/aws/aws-sdk-go-v2/service/sagemaker v1.291.0
 	github.com/aws/smithy-go v1.28.9
 	github.com/go-ldap/ldap/v3 v3.4.15
+	github.com/hashicorp/go-metrics v0.7.0
 	github.com/hashicorp/memberlist v0.7.0
 	github.com/johannesboyne/gofakes3 v1.2.0
 	github.com/pires/go-proxyproto v0.8.1
@@ -45,7 +47,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
 	github.com/hashicorp/go-immutable-radix v1.3.1 // indirect
-	github.com/hashicorp/go-metrics v0.7.0 // indirect
 	github.com/hashicorp/go-msgpack/v2 v2.1.5 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	github.com/hashicorp/go-sockaddr v1.0.7 // indirect

@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/frontdoor-hpc/frontdoor/internal/assembly"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurm"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurmsync"
 )
@@ -47,7 +47,7 @@ func openSlurmEnv(path string, verbose bool) (*slurmEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !cfg.SlurmEnabled() {
+	if cfg.Slurm == nil {
 		return nil, fmt.Errorf("%s has no slurm section: frontdoor does not manage Slurm without one", path)
 	}
 	level := slog.LevelWarn
@@ -55,7 +55,7 @@ func openSlurmEnv(path string, verbose bool) (*slurmEnv, error) {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	d, err := assembly.OpenDirectory(cfg, log)
+	d, err := source.Open(cfg.Directory, log)
 	if err != nil {
 		return nil, fmt.Errorf("directory: %w", err)
 	}
@@ -69,8 +69,7 @@ func openSlurmEnv(path string, verbose bool) (*slurmEnv, error) {
 		d.Close()
 		return nil, err
 	}
-	return &slurmEnv{cfg: cfg, dir: dir, log: log, audit: au,
-		sl:    &slurm.Client{Conf: cfg.Slurm.Conf, Cluster: cfg.Slurm.Cluster, BinDir: cfg.Slurm.BinDir, Timeout: cfg.Slurm.Timeout},
+	return &slurmEnv{cfg: cfg, dir: dir, log: log, audit: au, sl: cfg.Slurm.Client(),
 		close: func() { d.Close(); au.Close() }}, nil
 }
 
@@ -88,12 +87,12 @@ func runSlurm(ctx context.Context, verb string, args []string) error {
 		return err
 	}
 	defer env.close()
-	cfg := env.cfg
+	cfg, sc := env.cfg, env.cfg.Slurm
 	switch verb {
 	case "plan", "apply":
-		ctx, cancel := context.WithTimeout(ctx, 10*cfg.Slurm.Timeout)
+		ctx, cancel := context.WithTimeout(ctx, 10*sc.Timeout)
 		defer cancel()
-		res, changes, err := slurmsync.Plan(ctx, cfg.Policy, env.dir, cfg.Slurm.ParentAccount, env.sl)
+		res, changes, err := slurmsync.Plan(ctx, cfg.Policy, env.dir, sc.ParentAccount, env.sl)
 		if err != nil {
 			return err
 		}
@@ -127,9 +126,9 @@ func runSlurm(ctx context.Context, verb string, args []string) error {
 			return err
 		}
 		defer unlock()
-		s := &slurmsync.Syncer{Policy: cfg.Policy, Dir: env.dir, Parent: cfg.Slurm.ParentAccount, Slurm: env.sl,
-			Audit: env.audit, Log: slog.New(slog.NewJSONHandler(os.Stderr, nil)), Interval: cfg.Slurm.SyncInterval,
-			Watch: cfg.Slurm.WatchInterval, Timeout: 10 * cfg.Slurm.Timeout}
+		s := &slurmsync.Syncer{Policy: cfg.Policy, Dir: env.dir, Parent: sc.ParentAccount, Slurm: env.sl,
+			Audit: env.audit, Log: slog.New(slog.NewJSONHandler(os.Stderr, nil)), Interval: sc.SyncInterval,
+			Watch: sc.WatchInterval, Timeout: 10 * sc.Timeout}
 		return s.Run(ctx)
 	}
 	return fmt.Errorf("%w: unknown verb %q", errUsage, verb)

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/frontdoor-hpc/frontdoor/internal/assembly"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit/s3sink"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurm"
 	fdusage "github.com/frontdoor-hpc/frontdoor/internal/usage"
 )
@@ -42,16 +42,15 @@ func runUsage(ctx context.Context, args []string, out io.Writer, now time.Time) 
 	fromS := fs.String("from", monthFrom.Format("2006-01-02"), "window start, UTC: YYYY-MM-DD or RFC 3339 (default: the first of this month)")
 	toS := fs.String("to", monthTo.Format("2006-01-02"), "window end (exclusive), UTC: YYYY-MM-DD or RFC 3339")
 	by := fs.String("by", fdusage.ByGroup, "group (policy rule), account (Slurm) or user")
-	format := fs.String("o", "table", "output: table, csv or json")
+	format := outputFlag(fs, "table", "csv", "json")
 	chart := fs.String("chart", "", "also write an SVG chart to this file")
 	timeout := fs.Duration("timeout", 5*time.Minute, "limit for the whole command")
 	var sources multiFlag
 	fs.Var(&sources, "audit", "audit records: a file (with its rotated copies), a directory or s3://bucket/prefix; repeatable (default: audit.file, and audit.s3 if configured)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, usageUsage, format, "table", "csv", "json"); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 || (*format != "table" && *format != "csv" && *format != "json") ||
-		(*by != fdusage.ByGroup && *by != fdusage.ByAccount && *by != fdusage.ByUser) {
+	if fs.NArg() != 0 || (*by != fdusage.ByGroup && *by != fdusage.ByAccount && *by != fdusage.ByUser) {
 		return fmt.Errorf("%w: %s", errUsage, usageUsage)
 	}
 	from, err := parseWhen(*fromS)
@@ -79,8 +78,14 @@ func runUsage(ctx context.Context, args []string, out io.Writer, now time.Time) 
 	// Slurm: jobs and, unless configured, the GPU capacity.
 	// A month of a busy cluster's accounting is a large read: each sacct
 	// call gets at least 2 minutes (--timeout still bounds the whole).
-	sc := &slurm.Client{Conf: cfg.Slurm.Conf, BinDir: cfg.Slurm.BinDir, Cluster: cfg.Slurm.Cluster,
-		Timeout: max(cfg.Slurm.Timeout, 2*time.Minute)}
+	// Without a slurm section: the section's defaults (Slurm's own
+	// slurm.conf, the commands on $PATH).
+	sl := slurm.DefaultConfig()
+	if cfg.Slurm != nil {
+		sl = *cfg.Slurm
+	}
+	sc := sl.Client()
+	sc.Timeout = max(sc.Timeout, 2*time.Minute)
 	if in.Jobs, err = sc.Jobs(ctx, from, to); err != nil {
 		return err
 	}
@@ -101,7 +106,7 @@ func runUsage(ctx context.Context, args []string, out io.Writer, now time.Time) 
 		if cfg.Audit.File != "" {
 			sources = append(sources, cfg.Audit.File)
 		}
-		if cfg.AuditS3Enabled() {
+		if cfg.Audit.S3 != nil {
 			sources = append(sources, "s3://"+cfg.Audit.S3.Bucket+"/"+cfg.Audit.S3.Prefix)
 		}
 		if len(sources) == 0 {
@@ -182,7 +187,12 @@ func readS3(ctx context.Context, cfg *config.Config, src string, from, to time.T
 	if err != nil {
 		return fdusage.ReadStats{}, fmt.Errorf("--audit: %w", err)
 	}
-	sc := cfg.Audit.S3
+	// Any bucket may be named; without an audit.s3 section, the SDK's
+	// region and endpoint (the section's defaults).
+	sc := s3sink.DefaultConfig()
+	if cfg.Audit.S3 != nil {
+		sc = *cfg.Audit.S3
+	}
 	sc.Bucket, sc.Prefix = bucket, prefix
 	client, tr, err := s3sink.NewClient(ctx, sc)
 	if err != nil {
@@ -208,7 +218,7 @@ func classify(ctx context.Context, cfg *config.Config, log *slog.Logger, in fdus
 	if len(users) == 0 {
 		return nil, nil, nil, nil
 	}
-	dir, err := assembly.OpenDirectory(cfg, log)
+	dir, err := source.Open(cfg.Directory, log)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("directory (needed for --by group; --by account needs none): %w", err)
 	}

@@ -1,6 +1,8 @@
 // Package agent runs on each login node: it measures the node's health,
-// checks that the local sshd answers, honours the drain file, and gossips
-// the result to the gateways through internal/cluster.
+// checks that the local sshd answers (and that it does not penalise the
+// gateways: sshdcheck.go), honours the drain file, and sends the result,
+// signed with the node's host key, to the gateways through
+// internal/cluster.
 //
 // A minimal /etc/frontdoor/agent.yaml:
 //
@@ -11,7 +13,7 @@
 //	cluster:
 //	  bind_addr: 10.1.0.11       # login nodes have several interfaces
 //	  bind_port: 7946
-//	  join: ["10.1.0.2:7946", "10.1.0.3:7946"]   # the gateways
+//	  join: ["10.1.0.2:7946", "10.1.0.3:7946"]   # the gateways it sends to
 //	  label: hpc-prod
 //	  secret_keys: ["<base64 32 bytes>"]
 //
@@ -24,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -33,9 +36,9 @@ import (
 )
 
 // Run joins the cluster and publishes health until ctx is cancelled, then
-// leaves the cluster. It returns nil on cancellation.
+// leaves the cluster. It returns nil on cancellation. cfg is derived (see
+// Config.Derive) and validated.
 func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	cfg.normalize()
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
@@ -62,6 +65,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	defer c.Close()
 	a := &agent{cfg: cfg, src: src, pub: c, log: logger.With("node", cfg.Node), now: time.Now}
+	if cfg.SSHDCheckInterval > 0 {
+		a.sshd = &sshdChecker{sshd: cfg.SSHDPath, config: cfg.SSHDConfig, gateways: gatewayAddrs(cfg), run: runCommand}
+	}
 	a.loop(ctx)
 	return nil
 }
@@ -80,6 +86,13 @@ type agent struct {
 
 	last      cluster.Health // last published
 	published time.Time      // when, by now(); zero before the first
+
+	// sshd checks the node's sshd (nil: off); warnings are what its last
+	// check found, at checked.
+	sshd     *sshdChecker
+	warnings []string
+	checked  time.Time
+	detail   string // the last check's log line, to log changes only
 }
 
 func (a *agent) loop(ctx context.Context) {
@@ -98,12 +111,19 @@ func (a *agent) loop(ctx context.Context) {
 // tick measures once and publishes when something changed significantly
 // or Interval has passed since the last publication.
 func (a *agent) tick(ctx context.Context) {
+	a.checkSSHD(ctx)
 	h, err := a.measure(ctx)
 	if err != nil {
 		// Publishing guesses would make a node we cannot measure look idle;
 		// staying silent lets its health go stale and routing skip it.
 		a.log.Warn("agent: measurement failed", "err", err)
 		return
+	}
+	if err := h.Check(a.now(), 0); err != nil && (a.published.IsZero() || a.last.Check(a.now(), 0) == nil) {
+		// Sent anyway: a node whose figures are wrong must show up on
+		// the gateways, not go silent and look merely dead.
+		a.log.Warn("agent: health outside what a machine can report; the gateways will refuse it and take this node as lying",
+			"reason", err.Error())
 	}
 	due := a.published.IsZero() || a.now().Sub(a.published) >= a.cfg.Interval
 	if !due && !significant(a.last, h) {
@@ -118,6 +138,26 @@ func (a *agent) tick(ctx context.Context) {
 			"load1", h.Load1, "sessions", h.Sessions)
 	}
 	a.last, a.published = h, a.now()
+}
+
+// checkSSHD runs the sshd check when due and logs what changed.
+func (a *agent) checkSSHD(ctx context.Context) {
+	if a.sshd == nil || (!a.checked.IsZero() && a.now().Sub(a.checked) < a.cfg.SSHDCheckInterval) {
+		return
+	}
+	a.checked = a.now()
+	ws, detail, err := a.sshd.check(ctx)
+	if err != nil {
+		ws, detail = []string{cluster.WarnSSHDCheckFailed}, err.Error()
+	}
+	if detail != a.detail {
+		if detail == "" {
+			a.log.Info("agent: sshd check passes")
+		} else {
+			a.log.Warn("agent: sshd check", "reason", detail, "warnings", ws)
+		}
+	}
+	a.warnings, a.detail = ws, detail
 }
 
 func (a *agent) measure(ctx context.Context) (cluster.Health, error) {
@@ -150,15 +190,16 @@ func (a *agent) measure(ctx context.Context) (cluster.Health, error) {
 		HasPSI:       s.HasPSI,
 		CPUPressure:  s.CPUPressure,
 		MemPressure:  s.MemPressure,
+		Warnings:     a.warnings,
 	}, nil
 }
 
 // significant reports a change gateways should hear about before the next
-// regular publication: sshd or drain flipped, load per CPU moved by 0.5,
+// regular publication: sshd, drain or warnings changed, load per CPU moved by 0.5,
 // available memory by 10 points, pressure by 10 points, or sessions by 5
 // and 20 %.
 func significant(prev, cur cluster.Health) bool {
-	if prev.SSHDUp != cur.SSHDUp || prev.Draining != cur.Draining {
+	if prev.SSHDUp != cur.SSHDUp || prev.Draining != cur.Draining || !slices.Equal(prev.Warnings, cur.Warnings) {
 		return true
 	}
 	perCPU := func(h cluster.Health) float64 { return h.Load1 / float64(max(h.CPUs, 1)) }

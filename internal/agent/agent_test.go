@@ -213,13 +213,20 @@ func (f *fakePub) PublishHealth(h cluster.Health) error {
 	return nil
 }
 
-func TestTick(t *testing.T) {
+// tickConfig is an agent config for tick tests: a metrics file (returned)
+// with a modest load, a banner server as its sshd, a drain file.
+func tickConfig(t *testing.T) (Config, string) {
 	dir := t.TempDir()
 	metrics := filepath.Join(dir, "m.json")
 	writeFile(t, metrics, `{"load1": 1, "cpus": 4, "mem_avail_frac": 0.5}`)
 	cfg := DefaultConfig()
 	cfg.Node, cfg.SSHAddr, cfg.ProbeAddr = "n1", "10.0.0.1:22", banner(t, "SSH-2.0-test\r\n")
 	cfg.DrainFile = filepath.Join(dir, "drain")
+	return cfg, metrics
+}
+
+func TestTick(t *testing.T) {
+	cfg, metrics := tickConfig(t)
 	cfg.MaxSessions = 50
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	pub := &fakePub{}
@@ -301,8 +308,57 @@ cluster:
 		t.Fatalf("unknown key: %v", err)
 	}
 	writeFile(t, p, "node: x\ncluster: {insecure: true}\nssh_addr: nope\n")
-	if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), "ssh_addr") {
+	if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), p+":3: ssh_addr: address nope: missing port") {
 		t.Fatalf("bad ssh_addr: %v", err)
+	}
+	host, _ := os.Hostname()
+	writeFile(t, p, "cluster: {insecure: true, join: [\"gw1:7946\"]}\n")
+	cfg, err = LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Node != host || cfg.SSHAddr != net.JoinHostPort(host, "22") || cfg.ProbeAddr != cfg.SSHAddr || cfg.Cluster.Name != host ||
+		cfg.Pool != "default" || cfg.Interval != 5*time.Second {
+		t.Fatalf("derived from the host name: %+v", cfg)
+	}
+}
+
+// testKey is a gossip key (32 zero bytes, base64).
+const testKey = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+
+func TestValidateConfig(t *testing.T) {
+	good := DefaultConfig()
+	good.Node, good.SSHAddr, good.Cluster.Insecure = "login1", "10.0.0.1:22", true
+	good.Cluster.Join = []string{"gw1:7946"}
+	good.Derive()
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(c *Config)
+		want   string
+	}{
+		{"node name", func(c *Config) { c.Node, c.Cluster.Name = "login 1", "login 1" }, `node: "login 1" is not a valid node name`},
+		{"pool name", func(c *Config) { c.Pool = "" }, `pool: "" is not a valid pool name`},
+		{"ssh_addr", func(c *Config) { c.SSHAddr = "10.0.0.1" }, "ssh_addr: address 10.0.0.1: missing port"},
+		{"probe_addr", func(c *Config) { c.ProbeAddr = "" }, "probe_addr:"},
+		{"max_sessions", func(c *Config) { c.MaxSessions = -1 }, "max_sessions: must not be negative"},
+		{"interval", func(c *Config) { c.Interval = 0 }, "interval: must be positive"},
+		{"probe_interval", func(c *Config) { c.ProbeInterval = 0 }, "probe_interval: must be positive"},
+		{"probe_timeout", func(c *Config) { c.ProbeTimeout = -1 }, "probe_timeout: must be positive"},
+		{"drain_file", func(c *Config) { c.DrainFile = "" }, "drain_file: must be set"},
+		{"host_key", func(c *Config) { c.HostKey, c.Cluster.Insecure, c.Cluster.SecretKeys = "", false, []string{testKey} }, "host_key: must be set"},
+		{"not derived", func(c *Config) { c.Cluster.Name = "other" }, "cluster.name: must be the node's name"},
+		{"gateway keys", func(c *Config) { c.Cluster.GatewayKeys = []string{testKey} }, "cluster.gateway_keys: must not be set on an agent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good
+			tc.change(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -311,7 +367,7 @@ cluster:
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	gwCfg := cluster.DefaultConfig()
-	gwCfg.Name, gwCfg.BindAddr, gwCfg.BindPort, gwCfg.Insecure = "gw1", "127.0.0.1", 0, true
+	gwCfg.Name, gwCfg.BindAddr, gwCfg.BindPort, gwCfg.GatewayPort, gwCfg.Insecure = "gw1", "127.0.0.1", 0, 0, true
 	gwCfg.GossipInterval, gwCfg.ProbeInterval, gwCfg.ProbeTimeout = 20*time.Millisecond, 500*time.Millisecond, 400*time.Millisecond
 	gwCfg.PushPullInterval, gwCfg.RejoinInterval = 300*time.Millisecond, 200*time.Millisecond
 	gw, err := cluster.Start(t.Context(), gwCfg, cluster.Options{Role: cluster.RoleGateway})
@@ -329,6 +385,7 @@ func TestRun(t *testing.T) {
 	cfg.Cluster = gwCfg
 	cfg.Cluster.Join = []string{gw.LocalAddr()}
 	cfg.HostKey = hostKeyFile(t, dir)
+	cfg.Derive()
 
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

@@ -12,8 +12,12 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
 )
 
-// The gateway process as the admin API sees it (admin.Source).
-var _ admin.Source = (*Gateway)(nil)
+// The gateway process as the admin API sees it (admin.Source, and its
+// status: status.go).
+var (
+	_ admin.Source       = (*Gateway)(nil)
+	_ admin.StatusSource = (*Gateway)(nil)
+)
 
 // Sessions lists the live sessions through this gateway, oldest first.
 func (a *Gateway) Sessions() []admin.Session {
@@ -31,13 +35,17 @@ func (a *Gateway) Sessions() []admin.Session {
 func (a *Gateway) Nodes() []admin.NodeInfo {
 	here := a.SSH.SessionsPerNode()
 	weights := a.Config.Route.Weights
+	var warnings map[string][]string
+	if a.Cluster != nil {
+		warnings = a.Cluster.NodeWarnings()
+	}
 	var out []admin.NodeInfo
 	for _, n := range a.Router.Nodes() {
 		out = append(out, admin.NodeInfo{Name: n.Name, Pool: n.Pool, Addr: n.Addr, Alive: n.Alive, SSHDUp: n.SSHDUp,
 			Draining: n.Draining, HealthAt: n.HealthAt, Sessions: n.Sessions, MaxSessions: n.MaxSessions, Users: n.Users,
 			Load1: n.Load1, CPUs: n.CPUs, MemAvailFrac: n.MemAvailFrac, CPUPressure: n.CPUPressure,
 			MemPressure: n.MemPressure, RecentlyRouted: n.RecentlyRouted, Score: route.Score(n, weights),
-			Here: here[n.Name], NoAgent: n.NoAgent})
+			Here: here[n.Name], NoAgent: n.NoAgent, Lied: n.Lied, Warnings: warnings[n.Name]})
 	}
 	for name, why := range a.Inventory.NotTaking() {
 		out = append(out, admin.NodeInfo{Name: name, NotTaking: why, Here: here[name]})

@@ -16,20 +16,22 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/admin"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit/s3sink"
+	"github.com/frontdoor-hpc/frontdoor/internal/ca"
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
-	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
-	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/discovery"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 	"github.com/frontdoor-hpc/frontdoor/internal/gctune"
@@ -58,14 +60,21 @@ type Gateway struct {
 	Discovery *discovery.Source
 	// Registry holds every part's metrics; the admin API serves it.
 	Registry *prometheus.Registry
+	// Reloads keeps the last reload's result for the status and the
+	// metrics: the reload code calls Reloads.Record.
+	Reloads *ReloadLog
+	// Report fills the status parts other code owns (status.go).
+	Report Reporters
 
-	log    *slog.Logger
-	ln     net.Listener
-	admin  *admin.Server
-	stop   context.CancelFunc // ends the background loops
-	loops  sync.WaitGroup
-	closed sync.Once
-	err    error
+	log      *slog.Logger
+	started  time.Time
+	refusals *recentRefusals
+	ln       net.Listener
+	admin    *admin.Server
+	stop     context.CancelFunc // ends the background loops
+	loops    sync.WaitGroup
+	closed   sync.Once
+	err      error
 }
 
 // auditS3FlushTimeout bounds the upload of the spool at shutdown; what is
@@ -80,22 +89,25 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 		log = slog.Default()
 	}
 	bg, stop := context.WithCancel(context.Background())
-	a := &Gateway{Config: cfg, log: log, stop: stop, Registry: prometheus.NewRegistry()}
+	a := &Gateway{Config: cfg, log: log, stop: stop, Registry: prometheus.NewRegistry(), started: time.Now(), Reloads: newReloadLog()}
 	defer func() {
 		if err != nil {
 			a.Close()
 		}
 	}()
-	if a.Directory, err = OpenDirectory(cfg, log); err != nil {
+	if a.Directory, err = source.Open(cfg.Directory, log); err != nil {
 		return nil, fmt.Errorf("directory: %w", err)
+	}
+	if c, ok := a.Directory.(interface{ Collectors() []prometheus.Collector }); ok {
+		a.Registry.MustRegister(c.Collectors()...) // AD: its cache and change watch
 	}
 	nodeKeys, err := node.LoadHostKeys(cfg.Backend.KnownHosts, cfg.Backend.InsecureIgnoreHostKeys)
 	if err != nil {
 		return nil, err
 	}
 	a.Inventory = inventory.New(cfg.Nodes, nodeKeys, log.With("component", "inventory"))
-	if cfg.DiscoveryEnabled() {
-		if a.Discovery, err = discovery.New(ctx, cfg.Discovery, discovery.Options{Logger: log.With("component", "discovery")}); err != nil {
+	if cfg.Discovery != nil {
+		if a.Discovery, err = discovery.New(ctx, *cfg.Discovery, discovery.Options{Logger: log.With("component", "discovery")}); err != nil {
 			return nil, fmt.Errorf("discovery: %w", err)
 		}
 		// Start with what the cluster has now, if the API answers; the
@@ -107,8 +119,8 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 		a.Registry.MustRegister(a.Discovery.Collectors()...)
 		a.loop(bg, a.followDiscovery)
 	}
-	if cfg.ClusterEnabled() {
-		a.Cluster, err = cluster.Start(ctx, cfg.Cluster, cluster.Options{Role: cluster.RoleGateway,
+	if cfg.Cluster != nil {
+		a.Cluster, err = cluster.Start(ctx, *cfg.Cluster, cluster.Options{Role: cluster.RoleGateway,
 			Logger: log.With("component", "cluster"), Inventory: a.Inventory})
 		if err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
@@ -118,8 +130,9 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 	if a.Audit, err = audit.Open(cfg.Audit.File, log); err != nil {
 		return nil, err
 	}
-	if cfg.AuditS3Enabled() {
-		if a.AuditS3, err = s3sink.New(ctx, cfg.Audit.S3, cfg.Gateway.Name, s3sink.Options{Logger: log.With("component", "audit-s3")}); err != nil {
+	a.Registry.MustRegister(a.Audit.Collectors()...)
+	if cfg.Audit.S3 != nil {
+		if a.AuditS3, err = s3sink.New(ctx, *cfg.Audit.S3, cfg.Gateway.Name, s3sink.Options{Logger: log.With("component", "audit-s3")}); err != nil {
 			return nil, fmt.Errorf("audit s3: %w", err)
 		}
 		a.Audit.AddSink(a.AuditS3)
@@ -131,9 +144,8 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 	if a.Cluster != nil {
 		deps.Peers = a.Cluster
 	}
-	if cfg.SlurmEnabled() {
-		sl := cfg.Slurm
-		client := &slurm.Client{Conf: sl.Conf, Cluster: sl.Cluster, BinDir: sl.BinDir, Timeout: sl.Timeout}
+	if sl := cfg.Slurm; sl != nil {
+		client := sl.Client()
 		deps.GPUUsage = &slurm.UsageCache{Client: client, TTL: sl.UsageCache, Wait: sl.UsageTimeout}
 		if len(cfg.Usage.Budgets) > 0 {
 			// A month of accounting is a large read: twice the timeout.
@@ -148,19 +160,16 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 		return nil, err
 	}
 	a.Registry.MustRegister(a.SSH.Collectors()...)
+	a.Registry.MustRegister(ca.Collectors()...)
+	caPub, caKind := a.SSH.UserCA()
+	log.Info("user CA: login nodes must trust this key (TrustedUserCAKeys) for this gateway's logins",
+		"gateway", cfg.Gateway.Name, "key", caKind, "fingerprint", ssh.FingerprintSHA256(caPub),
+		"public_key", strings.TrimSpace(string(ssh.MarshalAuthorizedKey(caPub))))
+	a.Registry.MustRegister(a.statusCollectors()...)
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.refusals = newRecentRefusals(func() map[string]float64 { return refusalTotals(a.Registry) }, a.started)
+	a.loop(bg, a.refusals.run)
 	return a, nil
-}
-
-// OpenDirectory builds the identity source the configuration names.
-func OpenDirectory(cfg *config.Config, log *slog.Logger) (directory.Directory, error) {
-	switch cfg.Directory.Kind {
-	case "static":
-		return static.New(cfg.Directory.Static.File)
-	case "ad":
-		return ad.New(cfg.Directory.AD, log.With("directory", "ad"))
-	}
-	return nil, fmt.Errorf("directory kind %q is not built in", cfg.Directory.Kind)
 }
 
 // loop runs f in the background until Close.

@@ -10,30 +10,8 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
 )
 
-// Health is what an agent publishes about its login node.
-type Health struct {
-	Pool        string    `json:"p"`
-	Addr        string    `json:"a"` // sshd host:port gateways dial
-	SSHDUp      bool      `json:"up"`
-	Draining    bool      `json:"dr,omitempty"`
-	At          time.Time `json:"t"` // when measured
-	Sessions    int       `json:"s"`
-	Users       int       `json:"u"`
-	MaxSessions int       `json:"max,omitempty"`
-
-	Load1        float64 `json:"l1"`
-	Load5        float64 `json:"l5"`
-	Load15       float64 `json:"l15"`
-	CPUs         int     `json:"c"`
-	CPUUtil      float64 `json:"cu"` // 0..1 over the last interval
-	MemAvailFrac float64 `json:"m"`
-	HasPSI       bool    `json:"psi,omitempty"`
-	CPUPressure  float64 `json:"cp"` // PSI some avg10, 0..1
-	MemPressure  float64 `json:"mp"`
-}
-
-// PublishHealth gossips this member's health (agents). The member name is
-// the node name.
+// PublishHealth sends this member's health to the gateways (agents) and
+// makes it what the heartbeat repeats. The member name is the node name.
 func (c *Cluster) PublishHealth(h Health) error {
 	return c.write(kindHealth+"/"+c.cfg.Name, h)
 }
@@ -172,10 +150,19 @@ func (c *Cluster) Affinity(user string) *route.Affinity {
 }
 
 // Nodes returns the login nodes known from agents' health, combined with
-// membership, admin drains and recent routing decisions, sorted by name:
-// the input of route.Decide. Sessions and Users are the agent's counts
-// (every SSH connection to the node, through any gateway or none);
-// RecentlyRouted covers logins routed since that measurement.
+// admin drains, recent routing decisions and the sessions the gateways
+// know of, sorted by name: the input of route.Decide.
+//
+//   - Alive: a new version of the node's signed health arrived within
+//     NodeDeadAfter. Nothing else: no membership, which any holder of the
+//     gossip key could forge.
+//   - HealthAt: when the figures were measured, by our clock at the
+//     latest (route.stale_after judges it).
+//   - Sessions + RecentlyRouted: at least the node's own count plus the
+//     logins routed since its measurement, and at least the live sessions
+//     the gateways themselves hold there: a node cannot claim to be
+//     emptier than the gateways saw it. Users likewise.
+//   - Lied: the node's own key signed a lie within LiarPenalty.
 func (c *Cluster) Nodes() []route.Node {
 	now := c.now()
 	c.mu.Lock()
@@ -205,6 +192,7 @@ func (c *Cluster) Nodes() []route.Node {
 			drained[strings.TrimPrefix(k, kindDrain+"/")] = true
 		}
 	}
+	observed := c.sessionsByNode()
 	out := make([]route.Node, 0, len(health))
 	for name, x := range health {
 		h := x.h
@@ -221,7 +209,6 @@ func (c *Cluster) Nodes() []route.Node {
 		if x.recv.Before(at) {
 			at = x.recv // never trust a clock ahead of ours
 		}
-		_, alive := c.alive[name]
 		// Logins routed after the measurement are not in h.Sessions yet.
 		since := max(at.UnixMilli(), now.Add(-c.cfg.RoutedWindow).UnixMilli())
 		recent := 0
@@ -230,24 +217,87 @@ func (c *Cluster) Nodes() []route.Node {
 				recent++
 			}
 		}
+		seen := observed[name]
 		out = append(out, route.Node{
 			Node:           node.Node{Name: name, Addr: h.Addr, Pool: h.Pool},
-			Alive:          alive,
+			Alive:          now.Sub(x.recv) <= c.cfg.NodeDeadAfter,
 			SSHDUp:         h.SSHDUp,
 			Draining:       h.Draining || drained[name],
 			HealthAt:       at,
-			Sessions:       h.Sessions,
-			MaxSessions:    h.MaxSessions,
-			Users:          h.Users,
+			Sessions:       max(route.ClampCount(h.Sessions), seen.sessions-recent),
+			MaxSessions:    route.ClampCount(h.MaxSessions),
+			Users:          max(route.ClampCount(h.Users), len(seen.users)),
 			Load1:          h.Load1,
-			CPUs:           h.CPUs,
+			CPUs:           route.ClampCPUs(h.CPUs),
 			MemAvailFrac:   h.MemAvailFrac,
 			CPUPressure:    h.CPUPressure,
 			MemPressure:    h.MemPressure,
 			RecentlyRouted: recent,
+			Lied:           c.liedSince(name, now.Add(-c.cfg.LiarPenalty)),
 		})
 	}
 	slices.SortFunc(out, func(a, b route.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// observedNode is what the live gateways hold on one node.
+type observedNode struct {
+	sessions int
+	users    map[string]bool
+}
+
+// sessionsByNode counts the live sessions every live gateway holds, by
+// node. mu held.
+func (c *Cluster) sessionsByNode() map[string]observedNode {
+	out := map[string]observedNode{}
+	for k, e := range c.st.byKind[kindSession] {
+		gw, node, user, ok := splitSessionKey(k)
+		if !ok || !c.ownerAlive(gw) {
+			continue
+		}
+		if v, ok := decode[sessionVal](e); ok && v.N > 0 {
+			o := out[node]
+			if o.users == nil {
+				o.users = map[string]bool{}
+			}
+			o.sessions += v.N
+			o.users[user] = true
+			out[node] = o
+		}
+	}
+	return out
+}
+
+// AgentActiveSince reports whether node's agent speaks for the node: a new
+// version of its signed health arrived at or after since, or it lied
+// within LiarPenalty. Either way nobody else may stand in for it (the
+// gateway's banner probe of nodes without an agent): an agent that is
+// there but cannot measure, or lies, says something is wrong on the node,
+// and one that falls silent is dead until since has passed.
+func (c *Cluster) AgentActiveSince(node string, since time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.liedSince(node, c.now().Add(-c.cfg.LiarPenalty)) {
+		return true
+	}
+	e := c.st.live(kindHealth + "/" + node)
+	return e != nil && !e.recv.Before(since)
+}
+
+// NodeWarnings returns the warnings each node's agent raised in its last
+// health (Warn*; unknown codes dropped), for `frontdoor nodes` and the
+// frontdoor_node_warning metric. Nodes without warnings are left out.
+func (c *Cluster) NodeWarnings() map[string][]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string][]string{}
+	for k, e := range c.st.byKind[kindHealth] {
+		if h, ok := decode[Health](e); ok {
+			if ws := knownWarningsOf(h.Warnings); len(ws) > 0 {
+				out[strings.TrimPrefix(k, kindHealth+"/")] = ws
+			}
+		}
+	}
 	return out
 }
 
@@ -275,18 +325,8 @@ func (c *Cluster) SessionsElsewhere(user string) int {
 func (c *Cluster) SessionsOn(node string) (sessions, users int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	seen := map[string]bool{}
-	for k, e := range c.st.byKind[kindSession] {
-		gw, n, user, ok := splitSessionKey(k)
-		if !ok || n != node || !c.ownerAlive(gw) {
-			continue
-		}
-		if v, ok := decode[sessionVal](e); ok && v.N > 0 {
-			sessions += v.N
-			seen[user] = true
-		}
-	}
-	return sessions, len(seen)
+	o := c.sessionsByNode()[node]
+	return o.sessions, len(o.users)
 }
 
 // Session is one gateway's live sessions of a user on a node.
@@ -325,10 +365,16 @@ func (c *Cluster) HealthOf(node string) (Health, bool) {
 }
 
 // ownerAlive reports whether the gateway owning a session or routing entry
-// is a live member: a crashed gateway's sessions died with it. mu held.
+// is a live member of the gateways' pool (with SinglePoolCompat, or of the
+// previous release's single pool): a crashed gateway's sessions died with
+// it. No agent can speak in the gateways' pool, so none can make a
+// gateway's sessions stop counting. mu held.
 func (c *Cluster) ownerAlive(gw string) bool {
-	_, ok := c.alive[gw]
-	return ok || gw == c.cfg.Name
+	if _, ok := c.alive[gw]; ok || gw == c.cfg.Name {
+		return true
+	}
+	_, ok := c.legacy[gw]
+	return ok && c.cfg.SinglePoolCompat
 }
 
 // splitSessionKey splits "s/GATEWAY/NODE/USER".

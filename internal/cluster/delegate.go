@@ -4,95 +4,227 @@ import (
 	"encoding/json"
 	"log/slog"
 	"maps"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/hashicorp/memberlist"
 )
 
-// delegate implements memberlist.Delegate and memberlist.EventDelegate.
-// memberlist calls these from its packet and probe loops, sometimes with
-// its own locks held, so every method only takes c.mu briefly, never
-// blocks, and never calls back into memberlist while holding c.mu.
-type delegate struct{ c *Cluster }
+// The delegates of the two transports (transport.go). memberlist calls
+// them from its packet and probe loops, sometimes with its own locks held,
+// so every method only takes c.mu briefly, never blocks, and never calls
+// back into memberlist while holding c.mu.
+
+// Direct message tags (the first byte of a user message).
+const (
+	// msgEntry carries one entry: a broadcast of the previous release's
+	// agents (they still send them).
+	msgEntry byte = 'E'
+	// msgBatch carries a JSON array of entries in clear: an agent's
+	// signed health.
+	msgBatch byte = 'B'
+	// msgSealed carries entries sealed with a gateway key (trust.go).
+	msgSealed byte = 'S'
+)
+
+// gatewayDelegate serves the gateways' pool: only gateways can put a
+// packet in it (its keys derive from gateway_keys), it carries gateway
+// state, and its membership is gateway liveness.
+type gatewayDelegate struct{ c *Cluster }
 
 var (
-	_ memberlist.Delegate      = (*delegate)(nil)
-	_ memberlist.EventDelegate = (*delegate)(nil)
+	_ memberlist.Delegate      = (*gatewayDelegate)(nil)
+	_ memberlist.EventDelegate = (*gatewayDelegate)(nil)
 )
 
 // NodeMeta returns the meta computed once at Start, already fitted to the
 // limit (memberlist panics on more).
-func (d *delegate) NodeMeta(limit int) []byte {
-	if len(d.c.meta) > limit {
+func (d *gatewayDelegate) NodeMeta(limit int) []byte { return fitMeta(d.c.meta, limit) }
+
+func fitMeta(meta []byte, limit int) []byte {
+	if len(meta) > limit {
 		return nil
 	}
-	return d.c.meta
+	return meta
 }
 
-// NotifyMsg takes one broadcast or direct message. memberlist reuses buf
-// after we return, so we copy it before decoding.
-func (d *delegate) NotifyMsg(buf []byte) {
+// NotifyMsg takes one direct message from another gateway. memberlist
+// reuses buf after we return, so it is copied before decoding.
+func (d *gatewayDelegate) NotifyMsg(buf []byte) {
 	if len(buf) < 2 {
 		return
 	}
-	b := slices.Clone(buf[1:])
-	switch buf[0] {
-	case msgEntry:
-		var e entry
-		if err := json.Unmarshal(b, &e); err != nil {
-			d.c.log.Debug("cluster: bad broadcast", "err", err)
-			return
-		}
-		d.c.apply([]entry{e}, true, false)
-	case msgBatch:
-		var es []entry
-		if err := json.Unmarshal(b, &es); err != nil {
-			d.c.log.Debug("cluster: bad batch", "err", err)
-			return
-		}
-		d.c.apply(es, false, false)
-	case msgSealed:
-		if d.c.role != RoleGateway {
-			return // gateway state is none of an agent's business
-		}
-		es, err := d.c.openEntries(msgSealed, b)
-		if err != nil {
-			d.c.noteRefusal(&entry{Origin: "(sealed message)"}, refuse(refusedSealedOpen, "%v", err))
-			return
-		}
-		d.c.apply(es, false, true)
+	d.c.takeMessage(buf[0], slices.Clone(buf[1:]), true)
+}
+
+// GetBroadcasts: nothing travels by epidemic broadcast (send.go).
+func (d *gatewayDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+
+// LocalState sends the gateway state, sealed, for push/pull with another
+// gateway. Health is not part of it: each gateway judges a node by what
+// the node's own agent sends it.
+func (d *gatewayDelegate) LocalState(join bool) []byte {
+	return d.c.localState(false)
+}
+
+// MergeRemoteState merges another gateway's state.
+func (d *gatewayDelegate) MergeRemoteState(buf []byte, join bool) {
+	d.c.mergeState(buf, true)
+}
+
+func (d *gatewayDelegate) NotifyJoin(n *memberlist.Node)   { d.c.gatewayUp(n) }
+func (d *gatewayDelegate) NotifyUpdate(n *memberlist.Node) { d.c.gatewayUp(n) }
+func (d *gatewayDelegate) NotifyLeave(n *memberlist.Node) {
+	c := d.c
+	c.mu.Lock()
+	delete(c.alive, n.Name)
+	delete(c.gateways, n.Name)
+	c.mu.Unlock()
+	c.notify()
+}
+
+func (c *Cluster) gatewayUp(n *memberlist.Node) {
+	role, meta := decodeMeta(n.Meta)
+	m := Member{Name: n.Name, Addr: n.Address(), Role: role, Meta: meta}
+	c.mu.Lock()
+	c.alive[n.Name] = m
+	if n.Name != c.cfg.Name {
+		// A copy: memberlist owns n and changes it under its own lock.
+		c.gateways[n.Name] = &memberlist.Node{Name: n.Name, Addr: slices.Clone(n.Addr), Port: n.Port}
+	}
+	c.mu.Unlock()
+	c.notify()
+}
+
+// agentPortDelegate serves the agent port: on a gateway, agents' signed
+// health (and, with SinglePoolCompat, the previous release's single pool);
+// on an agent, nothing comes in that it takes.
+type agentPortDelegate struct{ c *Cluster }
+
+var (
+	_ memberlist.Delegate      = (*agentPortDelegate)(nil)
+	_ memberlist.EventDelegate = (*agentPortDelegate)(nil)
+)
+
+func (d *agentPortDelegate) NodeMeta(limit int) []byte { return fitMeta(d.c.meta, limit) }
+
+// NotifyMsg takes one message from whoever holds secret_keys.
+func (d *agentPortDelegate) NotifyMsg(buf []byte) {
+	if len(buf) < 2 || d.c.role != RoleGateway {
+		return // an agent takes nothing from anyone
+	}
+	d.c.takeMessage(buf[0], slices.Clone(buf[1:]), false)
+}
+
+func (d *agentPortDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+
+// LocalState is empty, except for gateways of the previous release in the
+// single pool (SinglePoolCompat): they get what they got from a gateway
+// before, health in clear and the gateway state sealed.
+func (d *agentPortDelegate) LocalState(join bool) []byte {
+	c := d.c
+	if c.role != RoleGateway || !c.cfg.SinglePoolCompat {
+		// Empty, but valid for the previous release's agents, which
+		// still push/pull with the gateways they joined.
+		return []byte("{}")
+	}
+	return c.localState(true)
+}
+
+// MergeRemoteState takes the health in a push/pull (old agents and
+// gateways send theirs), and, with SinglePoolCompat, the sealed gateway
+// state of gateways of the previous release.
+func (d *agentPortDelegate) MergeRemoteState(buf []byte, join bool) {
+	if d.c.role != RoleGateway || len(buf) == 0 {
+		return
+	}
+	d.c.mergeState(buf, d.c.cfg.SinglePoolCompat)
+}
+
+// Membership of the agent port means nothing, except that with
+// SinglePoolCompat a member with the gateway role is a gateway of the
+// previous release (or one of this release, found in the gateways' pool
+// too, where it counts).
+func (d *agentPortDelegate) NotifyJoin(n *memberlist.Node)   { d.c.legacyUp(n) }
+func (d *agentPortDelegate) NotifyUpdate(n *memberlist.Node) { d.c.legacyUp(n) }
+func (d *agentPortDelegate) NotifyLeave(n *memberlist.Node) {
+	c := d.c
+	c.mu.Lock()
+	delete(c.legacy, n.Name)
+	delete(c.poolMembers, n.Name)
+	c.mu.Unlock()
+}
+
+func (c *Cluster) legacyUp(n *memberlist.Node) {
+	if c.role != RoleGateway || !c.cfg.SinglePoolCompat {
+		return
+	}
+	role, _ := decodeMeta(n.Meta)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.poolMembers[n.Name] = n.Address()
+	if role == RoleGateway && n.Name != c.cfg.Name {
+		c.legacy[n.Name] = &memberlist.Node{Name: n.Name, Addr: slices.Clone(n.Addr), Port: n.Port}
 	}
 }
 
-// GetBroadcasts hands memberlist our queued entries to piggyback.
-func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
-	return d.c.queue.GetBroadcasts(overhead, limit)
+// takeMessage decodes a direct message; fromGateways says it arrived in
+// the gateways' pool.
+func (c *Cluster) takeMessage(tag byte, b []byte, fromGateways bool) {
+	switch tag {
+	case msgEntry, msgBatch:
+		var es []entry
+		if tag == msgEntry {
+			var e entry
+			if err := json.Unmarshal(b, &e); err != nil {
+				c.log.Debug("cluster: bad message", "err", err)
+				return
+			}
+			es = []entry{e}
+		} else if err := json.Unmarshal(b, &es); err != nil {
+			c.log.Debug("cluster: bad batch", "err", err)
+			return
+		}
+		c.apply(es, false)
+	case msgSealed:
+		if !fromGateways && !c.cfg.SinglePoolCompat {
+			c.noteRefusal(&entry{Origin: "(sealed message)"}, refuse(refusedSealedAgentPort,
+				"gateway state on the agent port: a gateway of the previous release? set single_pool_compat while upgrading"))
+			return
+		}
+		es, err := c.openEntries(msgSealed, b)
+		if err != nil {
+			c.noteRefusal(&entry{Origin: "(sealed message)"}, refuse(refusedSealedOpen, "%v", err))
+			return
+		}
+		c.apply(es, true)
+	}
 }
 
 // pushPull is the full state exchanged over TCP: health in clear (signed
-// by each node), gateway state sealed for the gateways.
+// by each node; only in the single pool), gateway state sealed.
 type pushPull struct {
 	Entries []entry `json:"e"`
 	Sealed  []byte  `json:"s,omitempty"`
 }
 
-// LocalState sends every entry, tombstones included, for push/pull. An
-// agent holds health only; a gateway adds the gateway state, sealed, so an
-// agent on the other end can neither read nor change it.
-func (d *delegate) LocalState(join bool) []byte {
-	c := d.c
+// localState encodes the gateway state for push/pull, sealed, and with
+// withHealth the health too (for the previous release's gateways).
+func (c *Cluster) localState(withHealth bool) []byte {
 	c.mu.Lock()
 	all := c.st.snapshot()
 	c.mu.Unlock()
 	var pp pushPull
 	var gw []entry
 	for _, e := range all {
-		if epidemic(e.Key) || c.sealer == nil {
+		switch {
+		case isHealth(e.Key):
+			if withHealth {
+				pp.Entries = append(pp.Entries, e)
+			}
+		case c.sealer == nil:
 			pp.Entries = append(pp.Entries, e)
-		} else {
+		default:
 			gw = append(gw, e)
 		}
 	}
@@ -112,33 +244,30 @@ func (d *delegate) LocalState(join bool) []byte {
 	return b
 }
 
-// MergeRemoteState merges a peer's full state.
-func (d *delegate) MergeRemoteState(buf []byte, join bool) {
-	c := d.c
+// mergeState merges a push/pull; sealed parts only if takeSealed.
+func (c *Cluster) mergeState(buf []byte, takeSealed bool) {
 	var pp pushPull
 	if err := json.Unmarshal(buf, &pp); err != nil {
 		c.log.Warn("cluster: bad remote state", "err", err)
 		return
 	}
-	c.apply(pp.Entries, false, false)
-	if len(pp.Sealed) > 0 && c.role == RoleGateway {
-		es, err := c.openEntries(msgSealed, pp.Sealed)
-		if err != nil {
-			c.noteRefusal(&entry{Origin: "(sealed state)"}, refuse(refusedSealedOpen, "%v", err))
-			return
-		}
-		c.apply(es, false, true)
+	c.apply(pp.Entries, false)
+	if len(pp.Sealed) == 0 || !takeSealed {
+		return
 	}
+	es, err := c.openEntries(msgSealed, pp.Sealed)
+	if err != nil {
+		c.noteRefusal(&entry{Origin: "(sealed state)"}, refuse(refusedSealedOpen, "%v", err))
+		return
+	}
+	c.apply(es, true)
 }
 
-// apply merges entries and sends what we must answer. memberlist does not
-// relay user broadcasts: with relay set (entries that came by broadcast),
-// every health entry new to us is queued again, which is what makes the
-// spread epidemic. Entries from push/pull or direct sends are not relayed:
-// a joiner would otherwise rebroadcast the whole state. sealed says the
+// apply merges entries and sends what we must answer. sealed says the
 // entries came sealed with a gateway key; admit (trust.go) decides what
-// may be merged at all.
-func (c *Cluster) apply(in []entry, relay, sealed bool) {
+// may be merged at all. Nothing is relayed: each gateway hears each agent
+// itself.
+func (c *Cluster) apply(in []entry, sealed bool) {
 	now := c.now()
 	// Entries no newer than ours change nothing: drop them before the
 	// (costlier) checks, so a flood of stale copies costs little.
@@ -169,9 +298,6 @@ func (c *Cluster) apply(in []entry, relay, sealed bool) {
 		ch, ans := c.st.merge(e, now)
 		changed = changed || ch
 		answers = append(answers, ans...)
-		if ch && relay && epidemic(e.Key) {
-			answers = append(answers, e)
-		}
 	}
 	c.mu.Unlock()
 	for _, e := range answers {
@@ -180,38 +306,6 @@ func (c *Cluster) apply(in []entry, relay, sealed bool) {
 	if changed {
 		c.notify()
 	}
-}
-
-func (d *delegate) NotifyJoin(n *memberlist.Node)   { d.c.memberUp(n) }
-func (d *delegate) NotifyUpdate(n *memberlist.Node) { d.c.memberUp(n) }
-
-func (d *delegate) NotifyLeave(n *memberlist.Node) {
-	c := d.c
-	c.mu.Lock()
-	delete(c.alive, n.Name)
-	delete(c.gateways, n.Name)
-	c.numMembers.Store(int32(len(c.alive)))
-	c.mu.Unlock()
-	c.notify()
-}
-
-func (c *Cluster) memberUp(n *memberlist.Node) {
-	role, meta := decodeMeta(n.Meta)
-	m := Member{
-		Name: n.Name,
-		Addr: net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port))),
-		Role: role,
-		Meta: meta,
-	}
-	c.mu.Lock()
-	c.alive[n.Name] = m
-	if role == RoleGateway && n.Name != c.cfg.Name {
-		// A copy: memberlist owns n and changes it under its own lock.
-		c.gateways[n.Name] = &memberlist.Node{Name: n.Name, Addr: slices.Clone(n.Addr), Port: n.Port}
-	}
-	c.numMembers.Store(int32(len(c.alive)))
-	c.mu.Unlock()
-	c.notify()
 }
 
 // Node meta is "role" then "key=value" pairs, newline separated: small and

@@ -8,46 +8,48 @@ import (
 	"github.com/hashicorp/memberlist"
 )
 
-// How entries travel. Health changes matter to every gateway and are few
-// (one per node every few seconds), so they spread epidemically: queued as
-// named broadcasts, piggybacked on memberlist's gossip, relayed by every
-// member that learns something new. An epidemic leaves the odd member
-// without an update until push/pull (tens of seconds on 50 members), and
-// the members that must not miss one are the gateways, so an agent also
-// sends its own health straight to every gateway. Gateway state (sessions, affinity,
-// routing counts, drains, bans) changes with every login and matters only
-// to gateways: relaying it through every agent would flood the gossip
-// queues and starve health. It goes straight to each live gateway in
-// coalesced UDP packets, and every GatewaySyncInterval each gateway sends
-// its whole gateway state to the others over TCP to repair losses.
-// Push/pull carries everything to every member, so a restarted gateway
-// gets the state back from whichever member it syncs with.
-
-// msgBatch tags a direct message carrying a JSON array of entries.
-const msgBatch byte = 'B'
+// How entries travel (transport.go has the two transports).
+//
+// An agent's health goes straight to every gateway of its Join list, one
+// UDP packet per gateway, coalesced for sendEvery: at once on a change,
+// and every HeartbeatInterval the last value again under a new version
+// (heartbeat), which is what keeps the node alive on the gateways. Nothing
+// relays health: each gateway judges a node by what reaches it from the
+// node, so a gateway a node cannot reach counts it dead, and no member
+// can stretch another node's life by replaying it.
+//
+// Gateway state (sessions, affinity, routing counts, drains, bans) changes
+// with every login and matters only to gateways. It goes straight to each
+// live gateway of the gateways' pool in coalesced, sealed UDP packets, and
+// every GatewaySyncInterval each gateway sends the gateway state it wrote
+// since its previous sync (all of it every fullSyncEvery syncs) to the
+// others over TCP, to repair losses. Push/pull in the gateways' pool
+// carries all of it, so a restarted gateway gets the state back from
+// whichever gateway it syncs with. With SinglePoolCompat, the same goes to
+// the previous release's gateways over the old pool.
 
 // sendEvery is how long direct sends are coalesced: long enough to fill
 // packets and fold repeated writes of a key during a login burst, short
-// next to the gossip interval.
+// next to the heartbeat.
 const sendEvery = 20 * time.Millisecond
 
 // fullSyncEvery: every this many gateway syncs sends everything; the others
 // send what changed since the previous sync.
 const fullSyncEvery = 15
 
-// epidemic reports whether entries under key spread by gossip broadcast.
-func epidemic(key string) bool {
+// maxPacket bounds one direct message so it fits one UDP packet with
+// memberlist's label, compression and encryption headers; larger entries
+// travel by push/pull or gateway sync only.
+const maxPacket = 1200
+
+// isHealth reports whether key is a node's health.
+func isHealth(key string) bool {
 	return strings.HasPrefix(key, kindHealth+"/")
 }
 
-// send distributes a local write or an answer. The caller must not hold mu.
+// send queues a local write or an answer for the next direct send. The
+// caller must not hold mu.
 func (c *Cluster) send(e entry) {
-	if epidemic(e.Key) {
-		c.broadcast(e)
-		if e.Origin != c.cfg.Name {
-			return // a relay: the origin already sent it to the gateways
-		}
-	}
 	c.mu.Lock()
 	c.pending[e.Key] = e // a newer write of the key replaces an unsent one
 	c.mu.Unlock()
@@ -57,7 +59,41 @@ func (c *Cluster) send(e entry) {
 	}
 }
 
-// sender flushes pending gateway state to the other gateways.
+// heartbeat re-signs and sends an agent's last health every
+// HeartbeatInterval: a new version each time, the node's proof of life.
+func (c *Cluster) heartbeat() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.HeartbeatInterval)
+	defer t.Stop()
+	key := kindHealth + "/" + c.cfg.Name
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		var e entry
+		var err error
+		cur := c.st.live(key)
+		if cur != nil {
+			e, err = c.st.put(key, cur.Val, c.now())
+		}
+		c.mu.Unlock()
+		switch {
+		case cur == nil:
+			// Nothing measured yet: silence, so the node counts dead
+			// rather than idle.
+		case err != nil:
+			c.log.Error("cluster: heartbeat", "err", err)
+		default:
+			c.send(e)
+		}
+	}
+}
+
+// sender flushes pending writes: an agent's to its gateways, a gateway's
+// to the other gateways.
 func (c *Cluster) sender() {
 	defer c.wg.Done()
 	for {
@@ -78,28 +114,53 @@ func (c *Cluster) sender() {
 			es = append(es, e)
 		}
 		clear(c.pending)
-		peers := c.peerGateways()
+		targets := c.targets
+		gws, legacy := c.peers()
 		c.mu.Unlock()
-		if len(peers) == 0 {
-			continue
-		}
-		for _, pkt := range c.packets(es) {
-			for _, p := range peers {
-				if err := c.ml.SendBestEffort(p, pkt); err != nil {
-					c.log.Debug("cluster: direct send", "to", p.Name, "err", err)
+		pkts := c.packets(es)
+		if c.role == RoleAgent {
+			for _, pkt := range pkts {
+				for _, a := range targets {
+					if err := c.agentPort.SendToAddress(a, pkt); err != nil {
+						c.log.Debug("cluster: send health", "to", a.Addr, "err", err)
+					}
 				}
 			}
+			continue
+		}
+		for _, pkt := range pkts {
+			c.eachPeer(gws, legacy, func(ml *memberlist.Memberlist, p *memberlist.Node) {
+				if err := ml.SendBestEffort(p, pkt); err != nil {
+					c.log.Debug("cluster: direct send", "to", p.Name, "err", err)
+				}
+			})
 		}
 	}
 }
 
-// peerGateways copies the gateway list; mu held.
-func (c *Cluster) peerGateways() []*memberlist.Node {
-	out := make([]*memberlist.Node, 0, len(c.gateways))
+// peers copies the gateways to send gateway state to: the others of the
+// gateways' pool, and the previous release's in the single pool that are
+// not in it (SinglePoolCompat). mu held.
+func (c *Cluster) peers() (gws, legacy []*memberlist.Node) {
 	for _, n := range c.gateways {
-		out = append(out, n)
+		gws = append(gws, n)
 	}
-	return out
+	for name, n := range c.legacy {
+		if _, ok := c.alive[name]; !ok {
+			legacy = append(legacy, n)
+		}
+	}
+	return gws, legacy
+}
+
+// eachPeer calls f with each peer and the transport that reaches it.
+func (c *Cluster) eachPeer(gws, legacy []*memberlist.Node, f func(*memberlist.Memberlist, *memberlist.Node)) {
+	for _, p := range gws {
+		f(c.gw, p)
+	}
+	for _, p := range legacy {
+		f(c.agentPort, p)
+	}
 }
 
 // packets encodes entries into direct messages that fit one UDP packet:
@@ -107,12 +168,12 @@ func (c *Cluster) peerGateways() []*memberlist.Node {
 // agent's own health, signed).
 func (c *Cluster) packets(es []entry) [][]byte {
 	if c.sealer == nil {
-		return pack(es, maxBroadcast)
+		return pack(es, maxPacket)
 	}
 	// Room for the seal: tag, key id, nonce, GCM tag and the batch's time.
 	const sealOverhead = 1 + 4 + 12 + 16 + 32
 	var out [][]byte
-	for _, p := range pack(es, maxBroadcast-sealOverhead) {
+	for _, p := range pack(es, maxPacket-sealOverhead) {
 		var group []entry
 		if err := json.Unmarshal(p[1:], &group); err != nil {
 			continue
@@ -170,13 +231,13 @@ func (c *Cluster) syncGateways() {
 	c.lastSync = now
 	var es []entry
 	for k, e := range c.st.entries {
-		if !epidemic(k) && (full || (e.Origin == c.cfg.Name && !e.recv.Before(since))) {
+		if !isHealth(k) && (full || (e.Origin == c.cfg.Name && !e.recv.Before(since))) {
 			es = append(es, *e)
 		}
 	}
-	peers := c.peerGateways()
+	gws, legacy := c.peers()
 	c.mu.Unlock()
-	if len(es) == 0 || len(peers) == 0 {
+	if len(es) == 0 || len(gws)+len(legacy) == 0 {
 		return
 	}
 	var msg []byte
@@ -195,14 +256,14 @@ func (c *Cluster) syncGateways() {
 		}
 		msg = append([]byte{msgBatch}, b...)
 	}
-	for _, p := range peers {
+	c.eachPeer(gws, legacy, func(ml *memberlist.Memberlist, p *memberlist.Node) {
 		select {
 		case <-c.stop:
 			return
 		default:
 		}
-		if err := c.ml.SendReliable(p, msg); err != nil {
+		if err := ml.SendReliable(p, msg); err != nil {
 			c.log.Debug("cluster: gateway sync", "to", p.Name, "err", err)
 		}
-	}
+	})
 }

@@ -260,10 +260,10 @@ func TestPack(t *testing.T) {
 		es = append(es, entry{Key: fmt.Sprintf("a/user%03d", i), Ver: uint64(i), Origin: "gw1", Val: val(t, affinityVal{Node: "n1", Seen: t0})})
 	}
 	es = append(es, entry{Key: "a/huge", Val: val(t, strings.Repeat("x", 2000))})
-	pkts := pack(es, maxBroadcast)
+	pkts := pack(es, maxPacket)
 	got := 0
 	for _, p := range pkts {
-		if len(p) > maxBroadcast || p[0] != msgBatch {
+		if len(p) > maxPacket || p[0] != msgBatch {
 			t.Fatalf("packet of %d bytes, tag %q", len(p), p[0])
 		}
 		var dec []entry
@@ -275,14 +275,14 @@ func TestPack(t *testing.T) {
 	if got != 100 || len(pkts) < 2 {
 		t.Fatalf("%d entries in %d packets, want 100 in several", got, len(pkts))
 	}
-	if pack(nil, maxBroadcast) != nil {
+	if pack(nil, maxPacket) != nil {
 		t.Fatal("empty pack not nil")
 	}
 }
 
-func TestEpidemic(t *testing.T) {
-	if !epidemic("h/n1") || epidemic("s/gw/n/u") || epidemic("a/u") || epidemic("hx/n") {
-		t.Fatal("epidemic classification wrong")
+func TestIsHealth(t *testing.T) {
+	if !isHealth("h/n1") || isHealth("s/gw/n/u") || isHealth("a/u") || isHealth("hx/n") {
+		t.Fatal("health classification wrong")
 	}
 }
 

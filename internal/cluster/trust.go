@@ -22,32 +22,37 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
-// Who may write what. Every member holds the gossip keys (secret_keys):
+// Who may write what. Every agent holds the gossip keys (secret_keys):
 // they keep outsiders out, but agents run on login nodes, where users have
 // shells and root may be lost, so holding them proves nothing about who is
-// speaking. On top of the shared transport:
+// speaking. On top of the transports (transport.go):
 //
 //   - Health (h/NODE) is signed by the node's SSH host key. A gateway takes
 //     it only for a node of its inventory (the configured nodes, or
 //     discovery), only if the key is that node's host key by name in the
-//     backend known_hosts (the same check as an SSH login to NAME:22), and
-//     only if what it claims about its address and pool matches the
-//     inventory. An agent can therefore speak for its own node only, and
-//     only about its load.
+//     backend known_hosts (the same check as an SSH login to NAME:22), only
+//     if what it claims about its address and pool matches the inventory,
+//     and only if every figure is one a real machine can report
+//     (Health.Check, route's bounds). An agent can therefore speak for its own
+//     node only, only about its load, and within physical bounds. Every
+//     new version is also the node's proof of life (api.go, Nodes), which
+//     no other key can make.
+//   - A node whose own key signed an address, a pool or figures no real
+//     node has is remembered as lying for LiarPenalty: out of routing and
+//     of the gateways' banner probes. (Refusals before the signature is
+//     verified mark nobody: anyone can send those in any node's name.)
 //   - Gateway state (sessions, routing counts, affinity, drains, bans)
-//     travels between gateways sealed with the gateway keys (gateway_keys,
-//     AES-256-GCM), which agents never hold: an agent can neither read nor
-//     write it, and agents do not keep it. Sealed messages carry their time
-//     and are refused when older than sealMaxAge, bounding replays.
+//     travels between gateways in their own pool and sealed with the
+//     gateway keys (gateway_keys, AES-256-GCM), which agents never hold: an
+//     agent can neither read nor write it, and agents do not keep it.
+//     Sealed messages carry their time and are refused when older than
+//     sealMaxAge, bounding replays.
 //   - Every version is clamped: an entry more than MaxClockSkew ahead of our
 //     clock is refused, so no member can publish a version no later write
 //     beats.
 //
 // What is refused is counted by reason (Refusals) and logged, at most once
 // a minute per origin and reason.
-
-// msgSealed tags a direct message sealed with the gateway key.
-const msgSealed byte = 'S'
 
 // sealMaxAge bounds how old a sealed message may be when it arrives.
 const sealMaxAge = 2 * time.Minute
@@ -221,7 +226,11 @@ const (
 	refusedHostKey    = "host_key"
 	refusedAddrClaim  = "addr_mismatch"
 	refusedPoolClaim  = "pool_mismatch"
+	refusedImpossible = "impossible_health"
 	refusedSealedOpen = "sealed_unreadable"
+	// refusedSealedAgentPort: gateway state arrived on the agent port,
+	// from a gateway of the previous release, without SinglePoolCompat.
+	refusedSealedAgentPort = "sealed_on_agent_port"
 )
 
 // maxNamePart bounds each name in a key (member, node, user).
@@ -283,7 +292,7 @@ func (c *Cluster) admit(e *entry, sealed bool, now time.Time) (skip bool, err er
 		return false, refuse(refusedFuture, "%s version %d is %v ahead of our clock", e.Key, e.Ver,
 			time.Duration(e.Ver-uint64(now.UnixNano())).Round(time.Second))
 	}
-	if !epidemic(e.Key) {
+	if !isHealth(e.Key) {
 		if c.role != RoleGateway {
 			return true, nil // agents neither keep nor relay gateway state
 		}
@@ -300,7 +309,9 @@ func (c *Cluster) admit(e *entry, sealed bool, now time.Time) (skip bool, err er
 		return false, refuse(refusedNotOwner, "health of %s published by %s", node, e.Origin)
 	}
 	if c.inv == nil {
-		return false, nil // an agent relays; the gateways judge
+		// Insecure, without an inventory: no key or claim to check the
+		// health against, but its figures must still be possible.
+		return false, c.checkFigures(e, node, now)
 	}
 	inv, ok := c.inv.Node(node)
 	if !ok {
@@ -333,7 +344,28 @@ func (c *Cluster) admit(e *entry, sealed bool, now time.Time) (skip bool, err er
 	if h.Pool != "" && h.Pool != inv.Pool {
 		return false, refuse(refusedPoolClaim, "%s claims pool %q; the inventory says %q", node, clip(h.Pool), inv.Pool)
 	}
-	return false, nil
+	return false, c.checkFigures(e, node, now)
+}
+
+// checkFigures refuses health no real node could report (Health.Check).
+func (c *Cluster) checkFigures(e *entry, node string, now time.Time) error {
+	if e.Del {
+		return nil
+	}
+	h, ok := decode[Health](e)
+	if !ok {
+		return refuse(refusedMalformed, "%s: health value", node)
+	}
+	if err := h.Check(now, c.cfg.MaxClockSkew); err != nil {
+		return refuse(refusedImpossible, "%s: %v", node, err)
+	}
+	return nil
+}
+
+// liar reports whether a refusal follows a verified signature: the node's
+// own key signed it, nobody can forge it for another node.
+func liar(reason string) bool {
+	return reason == refusedAddrClaim || reason == refusedPoolClaim || reason == refusedImpossible
 }
 
 // sameAddr compares host:port addresses, IPs by value.
@@ -360,10 +392,8 @@ func (c *Cluster) noteRefusal(e *entry, err error) {
 	key := clip(e.Origin) + "\x00" + r.reason
 	c.mu.Lock()
 	c.refusals[r.reason]++
-	if r.reason == refusedAddrClaim || r.reason == refusedPoolClaim {
-		// Only after its signature and host key were verified: the
-		// node's own key signed the lie, nobody can forge it for
-		// another node. Bounded by the inventory.
+	if liar(r.reason) {
+		// Bounded by the inventory: only listed nodes get this far.
 		if c.lied == nil {
 			c.lied = map[string]time.Time{}
 		}
@@ -385,11 +415,16 @@ func (c *Cluster) noteRefusal(e *entry, err error) {
 }
 
 // LiedSince reports whether node's agent sent health signed with the
-// node's host key claiming another address or pool than the inventory's,
-// at or after since.
+// node's host key that no real node could (another address or pool than
+// the inventory's, impossible figures), at or after since.
 func (c *Cluster) LiedSince(node string, since time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.liedSince(node, since)
+}
+
+// liedSince is LiedSince with mu held.
+func (c *Cluster) liedSince(node string, since time.Time) bool {
 	at, ok := c.lied[node]
 	return ok && !at.Before(since)
 }

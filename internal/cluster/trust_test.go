@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"log/slog"
 	"math"
 	"strings"
@@ -13,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/cluster/forge"
 	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
@@ -123,10 +127,15 @@ func TestAdmit(t *testing.T) {
 	now := time.Now()
 	ver := uint64(now.UnixNano())
 	hv := func(h Health) json.RawMessage { b, _ := json.Marshal(h); return b }
-	good := Health{Pool: "gpu", Addr: "127.0.1.1:22", SSHDUp: true, At: now}
+	good := Health{Pool: "gpu", Addr: "127.0.1.1:22", SSHDUp: true, At: now, CPUs: 1}
 	otherAddr, otherPool := good, good
 	otherAddr.Addr = "10.9.9.9:22"
 	otherPool.Pool = "general"
+	// Figures no node can report, each on its own.
+	impossible := func(f func(*Health)) json.RawMessage { h := good; f(&h); return hv(h) }
+	lie := func(f func(*Health)) entry {
+		return signed(t, entry{Key: "h/login1", Ver: ver, Origin: "login1", Val: impossible(f)})
+	}
 	tampered := signed(t, entry{Key: "h/login1", Ver: ver, Origin: "login1", Val: hv(good)})
 	tampered.Val = hv(otherPool)
 	for _, tc := range []struct {
@@ -157,6 +166,29 @@ func TestAdmit(t *testing.T) {
 		{"control characters", entry{Key: "a/ali\x00ce", Ver: ver, Origin: "gw2"}, true, refusedMalformed},
 		{"health key with a slash", signed(t, entry{Key: "h/login1/x", Ver: ver, Origin: "login1/x"}), false, refusedMalformed},
 		{"no origin", entry{Key: "a/alice", Ver: ver}, true, refusedMalformed},
+		{"negative load", lie(func(h *Health) { h.Load1 = -3 }), false, refusedImpossible},
+		{"negative load15", lie(func(h *Health) { h.Load15 = -0.01 }), false, refusedImpossible},
+		{"load beyond every task", lie(func(h *Health) { h.Load5 = 1 << 23 }), false, refusedImpossible},
+		{"negative sessions", lie(func(h *Health) { h.Sessions = -1 }), false, refusedImpossible},
+		{"negative users", lie(func(h *Health) { h.Users = -100 }), false, refusedImpossible},
+		{"negative cap", lie(func(h *Health) { h.MaxSessions = -1 }), false, refusedImpossible},
+		{"sessions beyond every task", lie(func(h *Health) { h.Sessions = 1<<22 + 1 }), false, refusedImpossible},
+		{"a billion CPUs", lie(func(h *Health) { h.CPUs = 1_000_000_000 }), false, refusedImpossible},
+		{"no CPUs", lie(func(h *Health) { h.CPUs = 0 }), false, refusedImpossible},
+		{"negative CPUs", lie(func(h *Health) { h.CPUs = -4 }), false, refusedImpossible},
+		{"more memory free than there is", lie(func(h *Health) { h.MemAvailFrac = 1.5 }), false, refusedImpossible},
+		{"negative free memory", lie(func(h *Health) { h.MemAvailFrac = -0.5 }), false, refusedImpossible},
+		{"pressure above 100%", lie(func(h *Health) { h.CPUPressure = 2 }), false, refusedImpossible},
+		{"negative pressure", lie(func(h *Health) { h.MemPressure = -1 }), false, refusedImpossible},
+		{"utilisation above 100%", lie(func(h *Health) { h.CPUUtil = 1.01 }), false, refusedImpossible},
+		{"measured in the future", lie(func(h *Health) { h.At = now.Add(time.Hour) }), false, refusedImpossible},
+		{"never measured", lie(func(h *Health) { h.At = time.Time{} }), false, refusedImpossible},
+		{"too many warnings", lie(func(h *Health) { h.Warnings = make([]string, 9) }), false, refusedImpossible},
+		{"at the bounds", lie(func(h *Health) {
+			h.CPUs, h.Load1, h.Sessions, h.Users, h.MaxSessions, h.MemAvailFrac, h.CPUPressure = 8192, 1<<22, 1<<22, 0, 1<<22, 1, 1
+		}), false, ""},
+		{"an unknown warning is no lie", lie(func(h *Health) { h.Warnings = []string{"made up"} }), false, ""},
+		{"impossible but unsigned", entry{Key: "h/login1", Ver: ver, Origin: "login1", Val: impossible(func(h *Health) { h.Load1 = -1 })}, false, refusedSignature},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := tc.e
@@ -233,12 +265,14 @@ func TestSealedReplayRefused(t *testing.T) {
 
 // TestRogueAgent runs a real cluster with a rogue agent: a listed node whose
 // root was lost, holding the gossip key and its own host key. Nothing it
-// sends changes routing, drains, bans, affinity or another node's health.
+// sends changes routing, drains, bans, affinity, another node's health,
+// or who is alive: not entries by any path (direct packets in clear to
+// each gateway, old-style broadcasts, a push/pull), and not SWIM "dead"
+// messages for a node and a gateway at the highest incarnation.
 func TestRogueAgent(t *testing.T) {
-	gw1 := start(t, testConfig("gw1"), RoleGateway)
-	gw2 := start(t, testConfig("gw2", gw1.LocalAddr()), RoleGateway)
-	honest := start(t, testConfig("login1", gw1.LocalAddr()), RoleAgent)
-	rogue := start(t, testConfig("rogue", gw1.LocalAddr()), RoleAgent)
+	gw1 := start(t, gatewayConfig("gw1"), RoleGateway)
+	gw2 := start(t, gatewayConfig("gw2", gw1), RoleGateway)
+	honest := start(t, agentConfig("login1", gw1, gw2), RoleAgent)
 	if err := honest.PublishHealth(health("gpu")); err != nil {
 		t.Fatal(err)
 	}
@@ -246,27 +280,38 @@ func TestRogueAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw1.StartSession("alice", "login1")
-	eventually(t, waitLong, func() error {
+	gw2.StartSession("bob", "login1")
+	settled := func() error {
 		for _, gw := range []*Cluster{gw1, gw2} {
-			if _, ok := gw.HealthOf("login1"); !ok {
-				return fmt.Errorf("%s: no login1 health", gw.Name())
+			ns := gw.Nodes()
+			if len(ns) != 1 || ns[0].Name != "login1" || !ns[0].Alive || !ns[0].SSHDUp || ns[0].Draining || ns[0].Lied || ns[0].Sessions != 2 {
+				return fmt.Errorf("%s: nodes %+v", gw.Name(), ns)
+			}
+			if len(gw.Members()) != 2 {
+				return fmt.Errorf("%s: members %+v", gw.Name(), gw.Members())
 			}
 			if _, ok := gw.Banned("user:mallory"); !ok {
 				return fmt.Errorf("%s: ban not spread", gw.Name())
 			}
-			if a := gw.Affinity("alice"); a == nil || a.Node != "login1" {
-				return fmt.Errorf("%s: affinity %+v", gw.Name(), a)
+			for _, u := range []string{"alice", "bob"} {
+				if a := gw.Affinity(u); a == nil || a.Node != "login1" || a.Live != 1 {
+					return fmt.Errorf("%s: %s affinity %+v", gw.Name(), u, a)
+				}
+			}
+			if ss := gw.Sessions(); len(ss) != 2 {
+				return fmt.Errorf("%s: sessions %+v", gw.Name(), ss)
 			}
 		}
 		return nil
-	})
+	}
+	eventually(t, waitLong, settled)
 
-	// Everything the rogue can say, by every path: direct packets in clear
-	// to each gateway, broadcasts, and its push/pull state.
 	now := time.Now()
 	ver := uint64(now.Add(30 * time.Second).UnixNano())
 	down := health("gpu")
 	down.SSHDUp = false
+	claim := health("gpu")
+	claim.Addr = "10.0.0.99:22" // a GPU node's sshd, say
 	forged := []entry{
 		signedBy(t, entry{Key: "h/login1", Ver: ver, Origin: "login1", Val: val(t, down)}, "rogue"),
 		signedBy(t, entry{Key: "h/login1", Ver: math.MaxUint64, Origin: "login1", Val: val(t, down)}, "rogue"),
@@ -275,32 +320,56 @@ func TestRogueAgent(t *testing.T) {
 		{Key: "a/alice", Ver: ver, Origin: "gw1", Val: val(t, affinityVal{Node: "rogue", Seen: now})},
 		{Key: "s/gw1/rogue/alice", Ver: ver, Origin: "gw1", Val: val(t, sessionVal{N: 50})},
 		{Key: "s/gw1/login1/alice", Ver: ver, Origin: "gw1", Del: true},
+		{Key: "s/gw2/login1/bob", Ver: ver, Origin: "gw2", Del: true},
+		signed(t, entry{Key: "h/rogue", Ver: ver, Origin: "rogue", Val: val(t, claim)}),
 	}
-	claim := health("gpu")
-	claim.Addr = "10.0.0.99:22" // a GPU node's sshd, say
-	rogueOwn := signed(t, entry{Key: "h/rogue", Ver: ver, Origin: "rogue", Val: val(t, claim)})
-	forged = append(forged, rogueOwn)
-	rogue.mu.Lock()
-	for _, e := range forged {
-		cp := e
-		rogue.st.set(&cp)
-	}
-	peers := []string{gw1.cfg.Name, gw2.cfg.Name}
-	rogue.mu.Unlock()
 	b, _ := json.Marshal(forged)
-	batch := append([]byte{msgBatch}, b...)
-	for _, m := range rogue.ml.Members() {
-		for _, p := range peers {
-			if m.Name == p {
-				if err := rogue.ml.SendReliable(m, batch); err != nil {
-					t.Fatal(err)
-				}
+	state, _ := json.Marshal(pushPull{Entries: forged})
+	agentKeys, _ := decodeKeys("k", []string{testKey})
+	rogue := rawMemberWith(t, "rogue", "frontdoor-test", agentKeys, &rogueDelegate{state: state})
+	for _, gw := range []*Cluster{gw1, gw2} {
+		a := memberlist.Address{Addr: gw.LocalAddr()}
+		if err := rogue.SendToAddress(a, append([]byte{msgBatch}, b...)); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range forged {
+			eb, _ := json.Marshal(e)
+			if err := rogue.SendToAddress(a, append([]byte{msgEntry}, eb...)); err != nil {
+				t.Fatal(err)
 			}
 		}
+		// The agent port lets any key holder in; a push/pull carries the
+		// forged state.
+		if _, err := rogue.Join([]string{gw.LocalAddr()}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	for _, e := range forged {
-		rogue.broadcast(e)
-	}
+	// SWIM "dead" for the node and for a gateway, highest incarnation, on
+	// both ports of both gateways, for a while.
+	stopForging := make(chan struct{})
+	forging := make(chan struct{})
+	go func() {
+		defer close(forging)
+		for {
+			for _, victim := range []string{"login1", "gw1", "gw2"} {
+				pkt, err := forge.Dead(agentKeys[0], "frontdoor-test", victim, "rogue", math.MaxUint32)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, gw := range []*Cluster{gw1, gw2} {
+					forge.Send(gw.LocalAddr(), pkt)
+					forge.Send(gw.GatewayAddr(), pkt)
+				}
+			}
+			select {
+			case <-stopForging:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { close(stopForging); <-forging }()
 
 	// The gateways refuse all of it and count why.
 	eventually(t, waitLong, func() error {
@@ -314,32 +383,15 @@ func TestRogueAgent(t *testing.T) {
 		}
 		return nil
 	})
-	// A push/pull round later, still nothing taken.
-	deadline := time.Now().Add(3 * testConfig("x").PushPullInterval)
+	// For several dead-node periods and push/pull rounds, nothing moves.
+	deadline := time.Now().Add(2 * max(testConfig("x").NodeDeadAfter, testConfig("x").PushPullInterval))
 	for time.Now().Before(deadline) {
+		if err := settled(); err != nil {
+			t.Fatalf("the rogue changed something: %v", err)
+		}
 		for _, gw := range []*Cluster{gw1, gw2} {
-			h, ok := gw.HealthOf("login1")
-			if !ok || !h.SSHDUp {
-				t.Fatalf("%s: login1 health changed by the rogue: %+v %v", gw.Name(), h, ok)
-			}
 			if _, ok := gw.HealthOf("rogue"); ok {
 				t.Fatalf("%s: took the rogue's address claim", gw.Name())
-			}
-			if _, ok := gw.Banned("user:mallory"); !ok {
-				t.Fatalf("%s: ban lifted by the rogue", gw.Name())
-			}
-			if a := gw.Affinity("alice"); a == nil || a.Node != "login1" {
-				t.Fatalf("%s: affinity %+v", gw.Name(), a)
-			}
-			for _, n := range gw.Nodes() {
-				if n.Draining || n.Name == "rogue" {
-					t.Fatalf("%s: node %+v", gw.Name(), n)
-				}
-			}
-			for _, s := range gw.Sessions() {
-				if s.Node != "login1" || s.N != 1 {
-					t.Fatalf("%s: sessions %+v", gw.Name(), gw.Sessions())
-				}
 			}
 		}
 		time.Sleep(50 * time.Millisecond) // sampling an invariant over time, not waiting for an event
@@ -358,17 +410,41 @@ func TestRogueAgent(t *testing.T) {
 		}
 		return nil
 	})
-	// And the agents hold no gateway state to read.
-	for _, a := range []*Cluster{honest} {
-		a.mu.Lock()
-		for k := range a.st.entries {
-			if !epidemic(k) {
-				a.mu.Unlock()
-				t.Fatalf("agent %s holds %s", a.Name(), k)
-			}
+	// And the agent holds no gateway state to read.
+	honest.mu.Lock()
+	defer honest.mu.Unlock()
+	for k := range honest.st.entries {
+		if !isHealth(k) {
+			t.Fatalf("agent %s holds %s", honest.Name(), k)
 		}
-		a.mu.Unlock()
 	}
+}
+
+// rogueDelegate hands memberlist a forged push/pull state.
+type rogueDelegate struct{ state []byte }
+
+func (d *rogueDelegate) NodeMeta(int) []byte                        { return []byte(RoleGateway) }
+func (d *rogueDelegate) NotifyMsg([]byte)                           {}
+func (d *rogueDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (d *rogueDelegate) LocalState(bool) []byte                     { return d.state }
+func (d *rogueDelegate) MergeRemoteState([]byte, bool)              {}
+
+// rawMemberWith is rawMember with a delegate.
+func rawMemberWith(t *testing.T, name, label string, keys [][]byte, d memberlist.Delegate) *memberlist.Memberlist {
+	t.Helper()
+	cfg := testConfig(name)
+	mc, err := cfg.memberlistConfig(0, label, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc.Logger = log.New(io.Discard, "", 0)
+	mc.Delegate = d
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ml.Shutdown() })
+	return ml
 }
 
 func FuzzCheckKey(f *testing.F) {
@@ -401,7 +477,7 @@ func FuzzAdmit(f *testing.F) {
 			return
 		}
 		_, err := c.admit(&e, sealed, time.Now())
-		if err == nil && !sealed && epidemic(e.Key) {
+		if err == nil && !sealed && isHealth(e.Key) {
 			pk, perr := ssh.ParsePublicKey(e.PK)
 			if perr != nil || c.inv.CheckHostKey(strings.TrimPrefix(e.Key, "h/"), pk) != nil {
 				t.Fatalf("admitted health without a listed host key: %s", b)
@@ -421,7 +497,9 @@ func TestLiedSince(t *testing.T) {
 	c.noteRefusal(&entry{Origin: "login3"}, refuse(refusedPoolClaim, "claims another pool"))
 	c.noteRefusal(&entry{Origin: "login1"}, refuse(refusedSignature, "forged in login1's name"))
 	c.noteRefusal(&entry{Origin: "login1"}, refuse(refusedHostKey, "another key"))
-	for node, want := range map[string]bool{"login1": false, "login2": true, "login3": true, "login9": false} {
+	c.noteRefusal(&entry{Origin: "login4"}, refuse(refusedImpossible, "load -5"))
+	c.noteRefusal(&entry{Origin: "login5"}, refuse(refusedUnknown, "not listed"))
+	for node, want := range map[string]bool{"login1": false, "login2": true, "login3": true, "login4": true, "login5": false, "login9": false} {
 		if got := c.LiedSince(node, at.Add(-time.Minute)); got != want {
 			t.Errorf("LiedSince(%s) = %v, want %v", node, got, want)
 		}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoor-hpc/frontdoor/internal/node"
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // A gateway may list no nodes when discovery finds them.
@@ -36,11 +36,11 @@ func TestDiscoverySection(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := c.Discovery
-	if !c.DiscoveryEnabled() || d.RefreshInterval != time.Minute || d.SSHPort != 22 || d.InstanceGroups[1].Pool != "default" {
+	if d == nil || d.RefreshInterval != time.Minute || d.SSHPort != 22 || d.InstanceGroups[1].Pool != "default" {
 		t.Errorf("discovery defaults not applied: %+v", d)
 	}
-	if c, err := Parse("gateway.yaml", []byte(good)); err != nil || c.DiscoveryEnabled() {
-		t.Errorf("config without discovery: enabled=%v err=%v", c != nil && c.DiscoveryEnabled(), err)
+	if c, err := Parse("gateway.yaml", []byte(good)); err != nil || c.Discovery != nil {
+		t.Errorf("config without discovery: %+v err=%v", c, err)
 	}
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"kind", "kind: hyperpod", "kind: eks", `gateway.yaml:14: discovery.kind: unknown kind "eks"`},
@@ -69,7 +69,7 @@ func FuzzParseDiscovery(f *testing.F) {
 	f.Add([]byte("discovery: {kind: hyperpod, instance_groups: [{name: a}], jitter: 2}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse("fuzz.yaml", data)
-		if err != nil || !c.DiscoveryEnabled() {
+		if err != nil || c.Discovery == nil {
 			return
 		}
 		d := c.Discovery
@@ -77,7 +77,7 @@ func FuzzParseDiscovery(f *testing.F) {
 			t.Fatalf("accepted a discovery section that cannot work: %+v", d)
 		}
 		for _, g := range d.InstanceGroups {
-			if !node.ValidName(g.Pool) {
+			if !names.Node.Valid(g.Pool) {
 				t.Fatalf("accepted pool %q", g.Pool)
 			}
 		}
@@ -99,10 +99,10 @@ func TestAuditS3Section(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.Audit.S3
-	if !c.AuditS3Enabled() || s.Prefix != "audit" || s.BatchMaxEvents != 1000 || s.SpoolDir != "/etc/frontdoor/spool" || s.SpoolMaxBytes != 1<<30 {
+	if s == nil || s.Prefix != "audit" || s.BatchMaxEvents != 1000 || s.SpoolDir != "/etc/frontdoor/spool" || s.SpoolMaxBytes != 1<<30 {
 		t.Errorf("audit.s3 defaults/paths: %+v", s)
 	}
-	if c, _ := Parse("gateway.yaml", []byte(good)); c.AuditS3Enabled() {
+	if c, _ := Parse("gateway.yaml", []byte(good)); c.Audit.S3 != nil {
 		t.Error("audit.s3 enabled without the section")
 	}
 	for _, tc := range []struct{ name, from, to, want string }{
@@ -115,6 +115,48 @@ func TestAuditS3Section(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("gateway.yaml", []byte(strings.Replace(y, tc.from, tc.to, 1)))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// The user CA in KMS: the section starts from its defaults, the region
+// comes from the key ARN, problems are located in the file.
+func TestUserCAKMSSection(t *testing.T) {
+	const file = `
+gateway:
+  name: gw1
+  host_keys: [host]
+  user_ca_kms:
+    key_id: arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab
+backend:
+  known_hosts: [known_hosts]
+directory:
+  static: {file: users.yaml}
+nodes:
+  - {name: login1, addr: "10.0.0.1:22", pool: general}
+policy:
+  rules:
+    - {name: all, groups: ["*"], pools: [general]}
+`
+	c, err := Parse("gateway.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := c.Gateway.UserCAKMS
+	if k == nil || k.Region != "eu-west-1" || k.Timeout != 2*time.Second || k.MaxAttempts != 3 {
+		t.Errorf("user_ca_kms defaults and region not applied: %+v", k)
+	}
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"both", "  user_ca_kms:", "  user_ca_key: ca\n  user_ca_kms:", "gateway.user_ca_kms: set either"},
+		{"timeout", "    key_id:", "    timeout: 1h\n    key_id:", "gateway.yaml:6: gateway.user_ca_kms.timeout: must be between 100ms and 30s"},
+		{"key", "key_id: arn:aws:kms:eu-west-1", "key_id: arn:aws:kms:eu west-1", "gateway.yaml:6: gateway.user_ca_kms.key_id"},
+		{"typo", "    key_id:", "    keyid:", `gateway.user_ca_kms.keyid: unknown key (did you mean "key_id"?)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("gateway.yaml", []byte(strings.Replace(file, tc.from, tc.to, 1)))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v\nwant %s", err, tc.want)
 			}

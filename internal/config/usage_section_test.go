@@ -23,14 +23,14 @@ func TestUsageSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := c.Usage
-	if !c.UsageEnabled() || u.Currency != "USD" || u.Budgets["nlp"].WarnAt != 0.8 || u.OpenSessionMax != 24*time.Hour || u.CapacityGPUs != 16 {
+	if u.Currency != "USD" || u.Budgets["nlp"].WarnAt != 0.8 || u.OpenSessionMax != 24*time.Hour || u.CapacityGPUs != 16 {
 		t.Errorf("usage defaults: %+v", u)
 	}
 	if p, ok := u.GPUHourly("h100"); !ok || p != 98.32/8 {
 		t.Errorf("h100 GPU-hour: %v", p)
 	}
-	if c, err := Parse("gateway.yaml", []byte(good)); err != nil || c.UsageEnabled() {
-		t.Errorf("config without usage: %v", err)
+	if c, err := Parse("gateway.yaml", []byte(good)); err != nil || len(c.Usage.Budgets) > 0 || c.Usage.Currency != "USD" {
+		t.Errorf("config without usage: %+v %v", c.Usage, err)
 	}
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"gpus", "gpus: 8}", "gpus: 0}", `gateway.yaml:21: usage.rates.instance_types.ml.p5.48xlarge.gpus: must be between 1 and 64`},

@@ -30,6 +30,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // KindHyperPod is the one discovery kind built in.
@@ -37,12 +39,12 @@ const KindHyperPod = "hyperpod"
 
 // Config is the `discovery:` section of the gateway configuration.
 type Config struct {
-	// Kind is "hyperpod".
+	// Kind is the discovery source: "hyperpod", the one built in.
 	Kind string `yaml:"kind"`
 	// Cluster is the HyperPod cluster's name or ARN.
 	Cluster string `yaml:"cluster"`
-	// Region is the AWS region of the cluster. Default: the ARN's region,
-	// else the SDK's own chain (AWS_REGION, the profile).
+	// Region is the AWS region of the cluster. Empty: the region of the
+	// Cluster ARN, else the SDK's own chain (AWS_REGION, the profile).
 	Region string `yaml:"region"`
 	// Endpoint overrides the SageMaker API endpoint, like the AWS CLI's
 	// --endpoint-url (a VPC interface endpoint; tests).
@@ -50,16 +52,16 @@ type Config struct {
 	// InstanceGroups are the login instance groups, matched by exact name,
 	// each with the pool its nodes join.
 	InstanceGroups []InstanceGroup `yaml:"instance_groups"`
-	// RefreshInterval is the time between refreshes. Default 60s.
+	// RefreshInterval is the time between refreshes; at least 1s.
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
 	// Jitter spreads refreshes: each wait is RefreshInterval × (1 ± Jitter),
-	// so gateways started together do not call the API in step. Default 0.2.
+	// so gateways started together do not call the API in step; in [0, 1).
 	Jitter float64 `yaml:"jitter"`
-	// Timeout bounds one whole refresh, retries included. Default 30s.
+	// Timeout bounds one whole refresh, retries included.
 	Timeout time.Duration `yaml:"timeout"`
-	// MaxAttempts is the SDK retryer's attempts per API call. Default 5.
+	// MaxAttempts is the SDK retryer's attempts per API call, 1 to 20.
 	MaxAttempts int `yaml:"max_attempts"`
-	// SSHPort is the login nodes' sshd port. Default 22.
+	// SSHPort is the login nodes' sshd port.
 	SSHPort int `yaml:"ssh_port"`
 }
 
@@ -68,53 +70,43 @@ type InstanceGroup struct {
 	// Name is the instance group's name, exactly as in the cluster.
 	Name string `yaml:"name"`
 	// Pool is the node pool its nodes join (policy rules grant pools).
-	// Default "default".
 	Pool string `yaml:"pool"`
 }
 
-// Defaults returns c with every unset field at its default.
-func (c Config) Defaults() Config {
-	if c.RefreshInterval == 0 {
-		c.RefreshInterval = 60 * time.Second
+// DefaultPool is the pool of nodes whose instance group names none.
+const DefaultPool = "default"
+
+// SetDefaults sets g to an instance group's defaults (yamlconf.Defaulter:
+// every instance_groups entry starts from them).
+func (g *InstanceGroup) SetDefaults() { *g = InstanceGroup{Pool: DefaultPool} }
+
+// DefaultConfig returns the defaults: a refresh a minute with 20% jitter,
+// each bounded by 30s and 5 attempts per call; sshd on port 22.
+func DefaultConfig() Config {
+	return Config{
+		RefreshInterval: 60 * time.Second,
+		Jitter:          0.2,
+		Timeout:         30 * time.Second,
+		MaxAttempts:     5,
+		SSHPort:         22,
 	}
-	if c.Jitter == 0 {
-		c.Jitter = 0.2
-	}
-	if c.Timeout == 0 {
-		c.Timeout = 30 * time.Second
-	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = 5
-	}
-	if c.SSHPort == 0 {
-		c.SSHPort = 22
-	}
-	if c.Region == "" {
-		if a, ok := parseClusterARN(c.Cluster); ok {
-			c.Region = a.region
-		}
-	}
-	groups := make([]InstanceGroup, len(c.InstanceGroups))
-	for i, g := range c.InstanceGroups {
-		if g.Pool == "" {
-			g.Pool = "default"
-		}
-		groups[i] = g
-	}
-	c.InstanceGroups = groups
-	return c
 }
 
-// The SageMaker API's own patterns for these names.
-var (
-	clusterNameRE = regexp.MustCompile(`^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$`)
-	clusterARNRE  = regexp.MustCompile(`^arn:aws[a-z\-]*:sagemaker:([a-z0-9\-]*):[0-9]{12}:cluster/[a-z0-9]{12}$`)
-	groupNameRE   = regexp.MustCompile(`^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$`)
-	regionRE      = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$`)
-	// nodeNameRE is what may follow "+" in a login name (as in the
-	// config package's nodes[].name).
-	nodeNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-)
+// SetDefaults sets c to DefaultConfig (yamlconf.Defaulter: a discovery
+// section the file has starts from it).
+func (c *Config) SetDefaults() { *c = DefaultConfig() }
+
+// Derive fills what depends on other keys, after decoding
+// (yamlconf.Deriver): an empty Region becomes the Cluster ARN's region.
+func (c *Config) Derive() {
+	if a, ok := parseClusterARN(c.Cluster); ok && c.Region == "" {
+		c.Region = a.region
+	}
+}
+
+// clusterARNRE is the SageMaker API's pattern for a cluster ARN (not a
+// name: names follow names.SageMaker).
+var clusterARNRE = regexp.MustCompile(`^arn:aws[a-z\-]*:sagemaker:([a-z0-9\-]*):[0-9]{12}:cluster/[a-z0-9]{12}$`)
 
 type clusterARN struct{ region string }
 
@@ -143,14 +135,14 @@ func (c Config) Validate() error {
 	}
 	if c.Cluster == "" {
 		add("cluster", "required: the HyperPod cluster's name or ARN")
-	} else if _, isARN := parseClusterARN(c.Cluster); !isARN && !clusterNameRE.MatchString(c.Cluster) {
+	} else if _, isARN := parseClusterARN(c.Cluster); !isARN && !names.SageMaker.Valid(c.Cluster) {
 		if strings.HasPrefix(c.Cluster, "arn:") {
 			add("cluster", "%q is not a SageMaker cluster ARN (arn:aws:sagemaker:REGION:ACCOUNT:cluster/ID)", c.Cluster)
 		} else {
 			add("cluster", "%q is not a HyperPod cluster name (letters, digits and '-', at most 63)", c.Cluster)
 		}
 	}
-	if c.Region != "" && !regionRE.MatchString(c.Region) {
+	if c.Region != "" && !names.AWSRegion.Valid(c.Region) {
 		add("region", "%q is not an AWS region name (like us-west-2)", c.Region)
 	}
 	if a, ok := parseClusterARN(c.Cluster); ok && c.Region != "" && a.region != c.Region {
@@ -167,14 +159,14 @@ func (c Config) Validate() error {
 	seen := map[string]bool{}
 	for i, g := range c.InstanceGroups {
 		key := fmt.Sprintf("instance_groups[%d]", i)
-		if !groupNameRE.MatchString(g.Name) {
+		if !names.SageMaker.Valid(g.Name) {
 			add(key+".name", "%q is not an instance group name (letters, digits and '-', at most 63)", g.Name)
 		}
 		if seen[g.Name] {
 			add(key+".name", "duplicate instance group %q", g.Name)
 		}
 		seen[g.Name] = true
-		if !nodeNameRE.MatchString(g.Pool) {
+		if !names.Node.Valid(g.Pool) {
 			add(key+".pool", "%q is not a valid pool name", g.Pool)
 		}
 	}

@@ -61,9 +61,8 @@ type details struct {
 }
 
 // New builds a Source; it makes no API call (credentials are resolved on
-// the first one). cfg is defaulted here.
+// the first one).
 func New(ctx context.Context, cfg Config, opts Options) (*Source, error) {
-	cfg = cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -87,7 +86,6 @@ func New(ctx context.Context, cfg Config, opts Options) (*Source, error) {
 // with cfg.MaxAttempts), cfg.Endpoint as its base endpoint, and returns
 // the transport under it.
 func NewClient(ctx context.Context, cfg Config) (*sagemaker.Client, *http.Transport, error) {
-	cfg = cfg.Defaults()
 	ac, tr, err := awsclient.Load(ctx, cfg.Region, cfg.MaxAttempts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("discovery: %w", err)

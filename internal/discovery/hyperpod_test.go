@@ -42,10 +42,17 @@ func TestMain(m *testing.M) {
 
 const region = "us-west-2"
 
+// testConfig is a hyperpod section over the defaults.
+func testConfig(cluster, endpoint string, groups ...discovery.InstanceGroup) discovery.Config {
+	cfg := discovery.DefaultConfig()
+	cfg.Kind, cfg.Cluster, cfg.Endpoint, cfg.InstanceGroups = discovery.KindHyperPod, cluster, endpoint, groups
+	return cfg
+}
+
 func newSource(t *testing.T, fake *discoverytest.Server, groups ...discovery.InstanceGroup) *discovery.Source {
 	t.Helper()
-	cfg := discovery.Config{Kind: "hyperpod", Cluster: fake.Cluster, Region: region, Endpoint: fake.URL,
-		InstanceGroups: groups, MaxAttempts: 3, Timeout: 20 * time.Second}
+	cfg := testConfig(fake.Cluster, fake.URL, groups...)
+	cfg.Region, cfg.MaxAttempts, cfg.Timeout = region, 3, 20*time.Second
 	src, err := discovery.New(context.Background(), cfg, discovery.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -236,10 +243,9 @@ func TestHyperPodGroupsAndARN(t *testing.T) {
 		discoverytest.Node{Group: "worker-p5", InstanceID: "i-03", Status: "Running", IP: "10.1.0.13", Hostname: "ip-10-1-0-13"},
 		discoverytest.Node{Group: "login", InstanceID: "i-04", Status: "Failure", Message: "EC2 health check failed", IP: "10.1.0.14"},
 	)
-	cfg := discovery.Config{Kind: "hyperpod", Cluster: fake.ARN, Endpoint: fake.URL,
-		InstanceGroups: []discovery.InstanceGroup{{Name: "login", Pool: "cpu"}, {Name: "login-gpu", Pool: "gpu"}}}
-	if cfg.Defaults().Region != region {
-		t.Fatalf("region from ARN = %q", cfg.Defaults().Region)
+	cfg := testConfig(fake.ARN, fake.URL, discovery.InstanceGroup{Name: "login", Pool: "cpu"}, discovery.InstanceGroup{Name: "login-gpu", Pool: "gpu"})
+	if cfg.Derive(); cfg.Region != region {
+		t.Fatalf("region from ARN = %q", cfg.Region)
 	}
 	src, err := discovery.New(context.Background(), cfg, discovery.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -265,7 +271,7 @@ func TestHyperPodGroupsAndARN(t *testing.T) {
 func TestHyperPodDescribeFailureRetried(t *testing.T) {
 	fake := discoverytest.Start(t, region, "ml-cluster")
 	fake.SetNodes(discoverytest.Node{Group: "login", InstanceID: "i-01", Status: "Running", IP: "10.1.0.11", Hostname: "ip-10-1-0-11"})
-	src := newSource(t, fake, discovery.InstanceGroup{Name: "login"})
+	src := newSource(t, fake, discovery.InstanceGroup{Name: "login", Pool: discovery.DefaultPool})
 	fake.Throttle("DescribeClusterNode", 3) // all three attempts
 	if err := src.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
@@ -285,8 +291,8 @@ func TestHyperPodDescribeFailureRetried(t *testing.T) {
 func TestHyperPodRun(t *testing.T) {
 	fake := discoverytest.Start(t, region, "ml-cluster")
 	fake.SetNodes(discoverytest.Node{Group: "login", InstanceID: "i-01", Status: "Pending", IP: "10.1.0.11", Hostname: "ip-10-1-0-11"})
-	cfg := discovery.Config{Kind: "hyperpod", Cluster: "ml-cluster", Region: region, Endpoint: fake.URL,
-		InstanceGroups: []discovery.InstanceGroup{{Name: "login"}}, RefreshInterval: time.Second}
+	cfg := testConfig("ml-cluster", fake.URL, discovery.InstanceGroup{Name: "login", Pool: discovery.DefaultPool})
+	cfg.Region, cfg.RefreshInterval = region, time.Second
 	src, err := discovery.New(context.Background(), cfg, discovery.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
@@ -34,10 +35,10 @@ type Node struct {
 // unique but means nothing to users.
 func NodeName(privateDNSHostname, instanceID string) string {
 	short, _, _ := strings.Cut(privateDNSHostname, ".")
-	if nodeNameRE.MatchString(short) {
+	if names.Node.Valid(short) {
 		return strings.ToLower(short)
 	}
-	if nodeNameRE.MatchString(instanceID) {
+	if names.Node.Valid(instanceID) {
 		return instanceID
 	}
 	return ""

@@ -1,9 +1,12 @@
 package discovery
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 func TestNodeName(t *testing.T) {
@@ -31,7 +34,7 @@ func FuzzNodeName(f *testing.F) {
 	f.Add("a\x00b.c", "i-\n")
 	f.Fuzz(func(t *testing.T, host, id string) {
 		n := NodeName(host, id)
-		if n != "" && !nodeNameRE.MatchString(n) {
+		if n != "" && !names.Node.Valid(n) {
 			t.Fatalf("NodeName(%q, %q) = %q: not a valid node name", host, id, n)
 		}
 		if a := sshAddr(host, 22); a != "" && !strings.HasSuffix(a, ":22") {
@@ -61,9 +64,13 @@ func TestJitter(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	good := Config{Kind: "hyperpod", Cluster: "ml-cluster", Region: "us-west-2", InstanceGroups: []InstanceGroup{{Name: "login"}}}.Defaults()
+	good := DefaultConfig()
+	good.Kind, good.Cluster, good.Region, good.InstanceGroups = KindHyperPod, "ml-cluster", "us-west-2", []InstanceGroup{{Name: "login", Pool: DefaultPool}}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	if err := DefaultConfig().Validate(); err == nil {
+		t.Error("the defaults name no cluster and no instance group, yet are valid")
 	}
 	arn := "arn:aws:sagemaker:eu-west-1:123456789012:cluster/abcdef012345"
 	for _, tc := range []struct {
@@ -78,15 +85,23 @@ func TestValidate(t *testing.T) {
 		{"jitter", func(c *Config) { c.Jitter = 1 }, "discovery.jitter"},
 		{"port", func(c *Config) { c.SSHPort = 70000 }, "discovery.ssh_port"},
 		{"attempts", func(c *Config) { c.MaxAttempts = 0 }, "discovery.max_attempts"},
+		{"interval", func(c *Config) { c.RefreshInterval = 0 }, "discovery.refresh_interval: must be at least 1s"},
+		{"timeout", func(c *Config) { c.Timeout = 0 }, "discovery.timeout: must be positive"},
+		{"region", func(c *Config) { c.Region = "oregon" }, `discovery.region: "oregon" is not an AWS region name`},
+		{"group name", func(c *Config) { c.InstanceGroups[0].Name = "login_1" }, `discovery.instance_groups[0].name: "login_1"`},
+		{"pool", func(c *Config) { c.InstanceGroups[0].Pool = "" }, `discovery.instance_groups[0].pool: "" is not a valid pool name`},
+		{"endpoint", func(c *Config) { c.Endpoint = "ftp://x" }, "discovery.endpoint"},
 	} {
 		c := good
+		c.InstanceGroups = slices.Clone(good.InstanceGroups)
 		tc.mod(&c)
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	c := Config{Kind: "hyperpod", Cluster: arn, InstanceGroups: []InstanceGroup{{Name: "login"}}}.Defaults()
-	if c.Region != "eu-west-1" || c.Validate() != nil {
+	c := good
+	c.Cluster, c.Region = arn, ""
+	if c.Derive(); c.Region != "eu-west-1" || c.Validate() != nil {
 		t.Errorf("region from ARN: %q %v", c.Region, c.Validate())
 	}
 }

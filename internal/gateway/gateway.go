@@ -270,7 +270,7 @@ func (g *Gateway) handle(ctx context.Context, nc net.Conn) {
 		defer release() // authenticated or gone: no longer a startup
 		defer stopLogin()
 		in := nc
-		if *set.cfg.Backend.Preconnect {
+		if set.cfg.Backend.Preconnect {
 			in = c.preconnectOnHello(nc)
 		}
 		var err error
@@ -336,7 +336,7 @@ func (g *Gateway) relay(ctx context.Context, c *conn, sconn *ssh.ServerConn, cha
 		Stats:             s.stats,
 		KeepaliveInterval: cfg.Backend.KeepaliveInterval,
 		Env:               sessionEnv(lr.policy, b.target, s.ID),
-		Banner:            sessionBanner(s.User, lr.policy, b.target, g.usage, cfg.Slurm.UsageTimeout, g.budget),
+		Banner:            sessionBanner(s.User, lr.policy, b.target, g.usage, usageWait(cfg), g.budget),
 		AllowDirect:       allowDirect(b.target, lr.policy.ForwardTo),
 		IdleTimeout:       lr.policy.IdleTimeout,
 		IdleWarning:       lr.policy.IdleWarning,

@@ -26,10 +26,10 @@ func startCluster(t *testing.T, n int) []*cluster.Cluster {
 	for i := range n {
 		cfg := cluster.DefaultConfig()
 		cfg.Name = "gw" + string(rune('1'+i))
-		cfg.BindAddr, cfg.BindPort, cfg.Insecure = "127.0.0.1", 0, true
+		cfg.BindAddr, cfg.BindPort, cfg.GatewayPort, cfg.Insecure = "127.0.0.1", 0, 0, true
 		cfg.GatewaySyncInterval = 200 * time.Millisecond
 		if i > 0 {
-			cfg.Join = []string{cls[0].LocalAddr()}
+			cfg.GatewayJoin = []string{cls[0].GatewayAddr()}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		cl, err := cluster.Start(ctx, cfg, cluster.Options{Role: cluster.RoleGateway})

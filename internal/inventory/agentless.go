@@ -48,33 +48,16 @@ func newAgentless(cl *cluster.Cluster, inv *Inventory, stale time.Duration) *age
 	return &agentless{cl: cl, inv: inv, stale: stale, now: time.Now, probed: map[string]probeResult{}}
 }
 
-// liedMemory is how long a node whose agent lied about its address or pool
-// (health signed with its own host key) stays out of the probes, even when
-// memberlist has dropped that agent: a rogue agent that restarts on a
-// conflicting address is refused as a member, and must not turn its node
-// into an "agentless" one that the probe rescues.
-const liedMemory = 10 * time.Minute
-
-// withoutHealth lists the inventory nodes with no agent in the cluster. A
-// node whose agent is a live member is never probed, even if its health
-// is stale or refused: an agent that is there but cannot measure, or
-// lies, says something is wrong on the node. Neither is a node whose
-// agent lied within liedMemory.
-func (a *agentless) withoutHealth(have []route.Node, now time.Time) []node.Node {
-	fresh := map[string]bool{}
-	for _, n := range have {
-		if n.Alive {
-			fresh[n.Name] = true
-		}
-	}
-	for _, m := range a.cl.Members() {
-		if m.Role == cluster.RoleAgent {
-			fresh[m.Name] = true
-		}
-	}
+// withoutHealth lists the inventory nodes no agent speaks for: none sent
+// new signed health within route.stale_after, and none lied within the
+// cluster's liar_penalty (cluster.AgentActiveSince). A node whose agent
+// is there but cannot measure, or lies, or was declared dead by whoever
+// holds the gossip key, is never probed: only silence for stale_after
+// hands a node to the probe.
+func (a *agentless) withoutHealth(now time.Time) []node.Node {
 	var out []node.Node
 	for _, n := range a.inv.List() {
-		if !fresh[n.Name] && !a.cl.LiedSince(n.Name, now.Add(-liedMemory)) {
+		if !a.cl.AgentActiveSince(n.Name, now.Add(-a.stale)) {
 			out = append(out, n)
 		}
 	}
@@ -97,7 +80,7 @@ func (a *agentless) run(ctx context.Context) {
 
 func (a *agentless) probeOnce(ctx context.Context) {
 	now := a.now()
-	todo := a.withoutHealth(a.cl.Nodes(), now)
+	todo := a.withoutHealth(now)
 	var wg sync.WaitGroup
 	results := make([]probeResult, len(todo))
 	for i, n := range todo {
@@ -121,7 +104,7 @@ func (a *agentless) probeOnce(ctx context.Context) {
 func (a *agentless) Nodes() []route.Node {
 	nodes := a.cl.Nodes()
 	now := a.now()
-	missing := a.withoutHealth(nodes, now)
+	missing := a.withoutHealth(now)
 	if len(missing) == 0 {
 		return nodes
 	}

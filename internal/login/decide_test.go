@@ -20,7 +20,7 @@ func TestDecide(t *testing.T) {
 			CPUs: 8, MemAvailFrac: 0.9, Load1: load}
 	}
 	nodes := []route.Node{mk("login1", "general", 0.5), mk("login2", "general", 4), mk("gpu1", "gpu", 0.1)}
-	pol := policy.Config{Rules: []policy.Rule{
+	pol := policy.Config{RefusalMessage: policy.DefaultRefusalMessage, Rules: []policy.Rule{
 		{Name: "banned", Groups: []string{"banned"}, Deny: true},
 		{Name: "lab", Groups: []string{"lab"}, Pools: []string{"general", "gpu"}, MaxSessions: 2},
 		{Name: "students", Groups: []string{"students"}, Pools: []string{"general"}},

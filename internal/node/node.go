@@ -9,8 +9,9 @@ package node
 import (
 	"fmt"
 	"net"
-	"regexp"
 	"strings"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // Node is one login node.
@@ -20,12 +21,16 @@ type Node struct {
 	Name string `yaml:"name" json:"name"`
 	// Addr is the node's sshd, host:port, as the gateway dials it.
 	Addr string `yaml:"addr" json:"addr"`
-	// Pool groups nodes; policy rules grant pools. Default "default".
+	// Pool groups nodes; policy rules grant pools.
 	Pool string `yaml:"pool" json:"pool"`
 }
 
 // DefaultPool is the pool of a node listed without one.
 const DefaultPool = "default"
+
+// SetDefaults sets n to a listed node's defaults (yamlconf.Defaulter:
+// every nodes entry of the configuration starts from them).
+func (n *Node) SetDefaults() { *n = Node{Pool: DefaultPool} }
 
 func (n Node) String() string { return n.Name }
 
@@ -34,13 +39,13 @@ func (n Node) String() string { return n.Name }
 func (n Node) Validate() []Problem {
 	var out []Problem
 	if !ValidName(n.Name) {
-		out = append(out, Problem{"name", fmt.Sprintf("%q is not a valid node name (letters, digits, '.', '_', '-'; at most 63)", n.Name)})
+		out = append(out, Problem{"name", fmt.Sprintf("%q is not a valid node name (%s)", n.Name, names.Node.Syntax)})
 	}
 	if _, _, err := net.SplitHostPort(n.Addr); err != nil {
 		out = append(out, Problem{"addr", fmt.Sprintf("not host:port: %v", err)})
 	}
 	if !ValidName(n.Pool) {
-		out = append(out, Problem{"pool", fmt.Sprintf("%q is not a valid pool name", n.Pool)})
+		out = append(out, Problem{"pool", fmt.Sprintf("%q is not a valid pool name (%s)", n.Pool, names.Node.Syntax)})
 	}
 	return out
 }
@@ -48,12 +53,10 @@ func (n Node) Validate() []Problem {
 // Problem is one thing wrong with a node, at a key relative to it.
 type Problem struct{ Key, Msg string }
 
-// name is the rule for node and pool names: what may follow "+" in a login
-// name, appear in logs unescaped and be a known_hosts host name.
-var name = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-
-// ValidName reports whether s is an acceptable node (or pool) name.
-func ValidName(s string) bool { return name.MatchString(s) }
+// ValidName reports whether s is an acceptable node (or pool) name: what
+// may follow "+" in a login name, appear in logs unescaped and be a
+// known_hosts host name (the rule is names.Node).
+func ValidName(s string) bool { return names.Node.Valid(s) }
 
 // Pools lists the distinct pools of nodes, in first-seen order.
 func Pools(nodes []Node) []string {

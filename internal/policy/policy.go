@@ -9,34 +9,42 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // Config is the "policy" section of the gateway configuration. Rules are
 // evaluated in order; the first rule matching the user wins. A user no rule
 // matches is denied.
 type Config struct {
+	// Rules are tried in order; the first that selects the user decides.
 	Rules []Rule `yaml:"rules"`
-	// RefusalMessage is what a user no rule matches is told; say whom to
-	// ask. Default: DefaultRefusalMessage.
+	// RefusalMessage is what a user no rule matches is told (and a user a
+	// deny rule without a message of its own refuses); say whom to ask.
 	RefusalMessage string `yaml:"refusal_message"`
 }
 
 // DefaultRefusalMessage is told to a user no rule matches.
 const DefaultRefusalMessage = "your account has no access to this cluster; ask the cluster's administrators to add you to a group that has"
 
+// DefaultConfig returns the defaults: no rules (everyone is refused) and
+// DefaultRefusalMessage.
+func DefaultConfig() Config { return Config{RefusalMessage: DefaultRefusalMessage} }
+
 // Rule grants (or denies) access to users by name or group membership.
 type Rule struct {
 	// Name appears in logs, audit events and `frontdoor explain`.
 	Name string `yaml:"name"`
-	// Users and Groups select who the rule applies to: a user matches if
-	// their name is in Users or they are a member of any group in Groups
-	// (nested membership counts). "*" in Groups matches everyone.
-	Users  []string `yaml:"users"`
+	// Users select who the rule applies to by name; with Groups, a user
+	// matches if their name is in this list or they are a member of any
+	// group in Groups (nested membership counts).
+	Users []string `yaml:"users"`
+	// Groups select users by directory group (see Users); "*" matches
+	// everyone.
 	Groups []string `yaml:"groups"`
 	// Deny refuses matching users outright.
 	Deny bool `yaml:"deny"`
@@ -57,14 +65,15 @@ type Rule struct {
 	// of ms) can both pass.
 	MaxSessions int `yaml:"max_sessions"`
 	// IdleTimeout closes a connection that relayed nothing for this long
-	// (0 = never), after a warning IdleWarning before (default 5m, or half
-	// the timeout if that is shorter).
+	// (0 = never), after a warning IdleWarning before.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// IdleWarning is how long before IdleTimeout the user is warned. 0:
+	// 5m, or half the timeout if that is shorter.
 	IdleWarning time.Duration `yaml:"idle_warning"`
 	// Message is what a deny rule tells the users it refuses.
 	Message string `yaml:"message"`
-	// Slurm is what the rule's users get in Slurm; nil: nothing
-	// (frontdoor slurm leaves them alone).
+	// Slurm is what the rule's users get in Slurm. Absent: nothing
+	// (`frontdoor slurm` leaves them alone).
 	Slurm *Slurm `yaml:"slurm"`
 }
 
@@ -76,20 +85,25 @@ type Slurm struct {
 	// (their default account), created under slurm.parent_account.
 	Account string `yaml:"account"`
 	// Partitions the users may submit to (their associations); empty: all.
+	Partitions []string `yaml:"partitions"`
 	// DefaultPartition is the one FRONTDOOR_PARTITION (and with
-	// set_job_defaults, SBATCH_PARTITION) names; default the first.
-	Partitions       []string `yaml:"partitions"`
-	DefaultPartition string   `yaml:"default_partition"`
+	// SetJobDefaults, SBATCH_PARTITION) names. Empty: the first of
+	// Partitions.
+	DefaultPartition string `yaml:"default_partition"`
 	// QOS lists extra QOS the users may use (they must exist in Slurm).
 	QOS []string `yaml:"qos"`
 	// GPUsPerUser caps the GPUs one user holds at once (gres/gpu, through
-	// the rule's QOS MaxTRESPerUser); GPUsPerUserByType caps a GPU type
-	// (gres/gpu:h100). 0 / empty: no cap.
-	GPUsPerUser       int            `yaml:"gpus_per_user"`
+	// MaxTRESPerUser of the QOS frontdoor makes for the rule, fd-RULE).
+	// 0: no cap.
+	GPUsPerUser int `yaml:"gpus_per_user"`
+	// GPUsPerUserByType caps one GPU type per user (gres/gpu:h100), by
+	// type. Empty: no cap.
 	GPUsPerUserByType map[string]int `yaml:"gpus_per_user_by_type"`
-	// GPUsPerAccount caps the GPUs the whole account holds (GrpTRES);
-	// GPUsPerAccountByType per GPU type.
-	GPUsPerAccount       int            `yaml:"gpus_per_account"`
+	// GPUsPerAccount caps the GPUs the whole account holds (GrpTRES). 0:
+	// no cap.
+	GPUsPerAccount int `yaml:"gpus_per_account"`
+	// GPUsPerAccountByType caps one GPU type for the whole account, by
+	// type. Empty: no cap.
 	GPUsPerAccountByType map[string]int `yaml:"gpus_per_account_by_type"`
 	// DenyOnLimit refuses a job over a per-user limit at submission,
 	// rather than holding it pending until the user's GPUs free up.
@@ -196,7 +210,7 @@ func (c Config) Evaluate(user string, groups []string) (Decision, error) {
 		if r.Deny {
 			msg := r.Message
 			if msg == "" {
-				msg = c.refusal()
+				msg = c.RefusalMessage
 			}
 			return Decision{Rule: name, Message: msg}, fmt.Errorf("%w: rule %q", ErrDenied, name)
 		}
@@ -227,7 +241,7 @@ func (c Config) Evaluate(user string, groups []string) (Decision, error) {
 		}
 		return d, nil
 	}
-	return Decision{Message: c.refusal()}, fmt.Errorf("%w: no rule matches user %q", ErrDenied, user)
+	return Decision{Message: c.RefusalMessage}, fmt.Errorf("%w: no rule matches user %q", ErrDenied, user)
 }
 
 // Forward destinations with a meaning of their own.
@@ -235,13 +249,6 @@ const (
 	ForwardToNode = "node"
 	ForwardToAny  = "any"
 )
-
-func (c Config) refusal() string {
-	if c.RefusalMessage != "" {
-		return c.RefusalMessage
-	}
-	return DefaultRefusalMessage
-}
 
 func (r Rule) idleWarning() time.Duration {
 	switch {
@@ -302,23 +309,6 @@ func rightsOf(kinds []string) Rights {
 	return r
 }
 
-// Problem is one validation problem; Key is relative to the policy section.
-type Problem struct {
-	Key, Msg string
-}
-
-var (
-	poolName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-	// slurmName is what frontdoor will pass to sacctmgr as an account,
-	// partition, QOS or GPU type: no spaces, commas, '=' or quotes.
-	slurmName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
-	// slurmLower is an account, QOS or user name: sacctmgr lower-cases
-	// them, so frontdoor insists on lower case; gpuType is a GRES type.
-	slurmLower = regexp.MustCompile(`^[a-z0-9_][a-z0-9_.-]{0,59}$`)
-	gpuType    = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
-	hostName   = regexp.MustCompile(`^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62})?)*$`)
-)
-
 // Known is what the rest of the configuration defines, for checking the
 // names rules use. A nil list is not checked.
 type Known struct {
@@ -326,19 +316,26 @@ type Known struct {
 	Partitions []string
 }
 
-// Validate checks the rules and returns every problem found.
-func (c Config) Validate(known Known) []Problem {
-	var ps []Problem
-	add := func(key, format string, args ...any) { ps = append(ps, Problem{key, fmt.Sprintf(format, args...)}) }
-	names := map[string]int{}
+// Validate checks the section against what the rest of the configuration
+// defines and reports every problem, each as "policy.key: problem"
+// (errors.Join'ed).
+func (c Config) Validate(known Known) error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("policy.%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if c.RefusalMessage == "" {
+		add("refusal_message", "must not be empty: it is all a refused user is told")
+	}
+	ruleNames := map[string]int{}
 	accountGPUs := map[string]int{} // account → rule index first limiting it
 	for i, r := range c.Rules {
 		key := fmt.Sprintf("rules[%d]", i)
 		if r.Name != "" {
-			if j, dup := names[strings.ToLower(r.Name)]; dup {
+			if j, dup := ruleNames[strings.ToLower(r.Name)]; dup {
 				add(key+".name", "%q is also the name of rules[%d]", r.Name, j)
 			}
-			names[strings.ToLower(r.Name)] = i
+			ruleNames[strings.ToLower(r.Name)] = i
 		}
 		if len(r.Users) == 0 && len(r.Groups) == 0 {
 			add(key, "a rule needs users or groups to match (use groups: [\"*\"] for everyone)")
@@ -348,7 +345,7 @@ func (c Config) Validate(known Known) []Problem {
 		}
 		for j, p := range r.Pools {
 			switch {
-			case !poolName.MatchString(p):
+			case !names.Node.Valid(p):
 				add(fmt.Sprintf("%s.pools[%d]", key, j), "%q is not a valid pool name", p)
 			case known.Pools != nil && !slices.Contains(known.Pools, p):
 				add(fmt.Sprintf("%s.pools[%d]", key, j), "pool %q has no login nodes (pools: %s)", p, listOr(known.Pools))
@@ -383,7 +380,7 @@ func (c Config) Validate(known Known) []Problem {
 			add(key+".message", "only a deny rule has a refusal message (policy.refusal_message is for users no rule matches)")
 		}
 		if r.Slurm != nil {
-			ps = append(ps, r.Slurm.problems(key+".slurm", r.Name, known)...)
+			r.Slurm.validate(key+".slurm", r.Name, known, add)
 			if a := r.Slurm.Account; a != "" && (r.Slurm.GPUsPerAccount > 0 || len(r.Slurm.GPUsPerAccountByType) > 0) {
 				if j, ok := accountGPUs[a]; ok {
 					o := c.Rules[j].Slurm
@@ -407,23 +404,21 @@ func (c Config) Validate(known Known) []Problem {
 	if len(c.Rules) == 0 {
 		add("rules", "no rules: every user would be denied")
 	}
-	return ps
+	return errors.Join(errs...)
 }
 
-func (s *Slurm) problems(key, rule string, known Known) []Problem {
-	var ps []Problem
-	add := func(k, format string, args ...any) { ps = append(ps, Problem{k, fmt.Sprintf(format, args...)}) }
-	if rule == "" || !slurmLower.MatchString(rule) {
-		add(key, "a rule with a slurm section needs a name usable in Slurm (lower-case letters, digits, '_', '-', '.'): frontdoor names its QOS after it")
+func (s *Slurm) validate(key, rule string, known Known, add func(key, format string, args ...any)) {
+	if !names.SlurmAccount.Valid(rule) || !names.SlurmAccount.Valid(QOSName(rule)) {
+		add(key, "a rule with a slurm section needs a name usable in Slurm, also as %q (%s): frontdoor names its QOS after it", QOSName(rule), names.SlurmAccount.Syntax)
 	}
 	if s.Account == "" {
 		add(key+".account", "required")
-	} else if !slurmLower.MatchString(s.Account) {
-		add(key+".account", "%q is not a valid Slurm account name (lower-case letters, digits, '_', '-', '.')", s.Account)
+	} else if !names.SlurmAccount.Valid(s.Account) {
+		add(key+".account", "%q is not a valid Slurm account name (%s)", s.Account, names.SlurmAccount.Syntax)
 	}
 	for j, p := range s.Partitions {
 		switch {
-		case !slurmName.MatchString(p):
+		case !names.SlurmName.Valid(p):
 			add(fmt.Sprintf("%s.partitions[%d]", key, j), "%q is not a valid partition name", p)
 		case known.Partitions != nil && !slices.Contains(known.Partitions, p):
 			add(fmt.Sprintf("%s.partitions[%d]", key, j), "partition %q is not in slurm.partitions (%s)", p, listOr(known.Partitions))
@@ -435,12 +430,12 @@ func (s *Slurm) problems(key, rule string, known Known) []Problem {
 			add(key+".default_partition", "%q is not one of this rule's partitions", d)
 		case known.Partitions != nil && !slices.Contains(known.Partitions, d):
 			add(key+".default_partition", "partition %q is not in slurm.partitions (%s)", d, listOr(known.Partitions))
-		case !slurmName.MatchString(d):
+		case !names.SlurmName.Valid(d):
 			add(key+".default_partition", "%q is not a valid partition name", d)
 		}
 	}
 	for j, q := range s.QOS {
-		if !slurmLower.MatchString(q) {
+		if !names.SlurmAccount.Valid(q) {
 			add(fmt.Sprintf("%s.qos[%d]", key, j), "%q is not a valid QOS name", q)
 		}
 	}
@@ -449,7 +444,7 @@ func (s *Slurm) problems(key, rule string, known Known) []Problem {
 	}
 	for name, m := range map[string]map[string]int{"gpus_per_user_by_type": s.GPUsPerUserByType, "gpus_per_account_by_type": s.GPUsPerAccountByType} {
 		for t, n := range m {
-			if !gpuType.MatchString(t) {
+			if !names.GPUType.Valid(t) {
 				add(key+"."+name, "%q is not a valid GPU type", t)
 			}
 			if n < 0 {
@@ -460,7 +455,6 @@ func (s *Slurm) problems(key, rule string, known Known) []Problem {
 	if s.DenyOnLimit && !s.HasUserLimits() {
 		add(key+".deny_on_limit", "has no effect without gpus_per_user or gpus_per_user_by_type")
 	}
-	return ps
 }
 
 // covers reports whether every user r2 can match is matched by r (so r2,
@@ -492,7 +486,7 @@ func validDestination(d string) bool {
 	if _, err := netip.ParsePrefix(d); err == nil {
 		return true
 	}
-	return len(d) <= 253 && hostName.MatchString(d)
+	return names.Host.Valid(strings.TrimPrefix(d, "*."))
 }
 
 func listOr(xs []string) string {

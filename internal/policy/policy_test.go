@@ -10,7 +10,7 @@ import (
 )
 
 func TestEvaluate(t *testing.T) {
-	cfg := Config{Rules: []Rule{
+	cfg := Config{RefusalMessage: DefaultRefusalMessage, Rules: []Rule{
 		{Name: "banned", Users: []string{"mallory"}, Deny: true},
 		{Name: "nlp", Groups: []string{"nlp-lab"}, Pools: []string{"gpu", "general"}, MaxSessions: 5},
 		{Name: "vision", Groups: []string{"Vision-Lab"}, Pools: []string{"gpu"}, Forwarding: []string{"local"}},
@@ -58,28 +58,74 @@ func TestEvaluateNoRuleDenies(t *testing.T) {
 	}
 }
 
+// problems splits Validate's joined "policy.KEY: problem" errors by key.
+func problems(t *testing.T, err error) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	if err == nil {
+		return got
+	}
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		key, msg, ok := strings.Cut(e.Error(), ": ")
+		if !ok || !strings.HasPrefix(key, "policy.") {
+			t.Fatalf("error %q is not \"policy.KEY: problem\"", e)
+		}
+		got[strings.TrimPrefix(key, "policy.")] += msg + "; "
+	}
+	return got
+}
+
 func TestValidate(t *testing.T) {
-	cfg := Config{Rules: []Rule{
+	cfg := Config{RefusalMessage: DefaultRefusalMessage, Rules: []Rule{
 		{Name: "ok", Groups: []string{"g"}, Pools: []string{"general"}},
 		{Name: "nobody"},
 		{Name: "badpool", Users: []string{"u"}, Pools: []string{"bad pool"}},
 		{Name: "badfwd", Users: []string{"u"}, Pools: []string{"p"}, Forwarding: []string{"telepathy"}},
 		{Name: "neg", Users: []string{"u"}, Pools: []string{"p"}, MaxSessions: -1},
 	}}
-	got := map[string]bool{}
-	for _, p := range cfg.Validate(Known{}) {
-		got[p.Key] = true
-	}
+	got := problems(t, cfg.Validate(Known{}))
 	for _, want := range []string{"rules[1]", "rules[1].pools", "rules[2].pools[0]", "rules[3].forwarding[0]", "rules[4].max_sessions"} {
-		if !got[want] {
+		if got[want] == "" {
 			t.Errorf("no problem reported for %s (got %v)", want, got)
 		}
 	}
-	if got["rules[0]"] || got["rules[0].pools"] {
+	if got["rules[0]"] != "" || got["rules[0].pools"] != "" {
 		t.Errorf("valid rule reported: %v", got)
 	}
-	if ps := (Config{}).Validate(Known{}); len(ps) != 1 || ps[0].Key != "rules" {
-		t.Errorf("empty policy: %v", ps)
+	if got := problems(t, DefaultConfig().Validate(Known{})); len(got) != 1 || got["rules"] == "" {
+		t.Errorf("default policy (no rules): %v", got)
+	}
+	if got := problems(t, (Config{Rules: cfg.Rules[:1]}).Validate(Known{})); len(got) != 1 || got["refusal_message"] == "" {
+		t.Errorf("empty refusal message: %v", got)
+	}
+}
+
+func TestValidateNames(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rule Rule
+		key  string // "" when valid
+	}{
+		{"account of 64", Rule{Name: "r", Groups: []string{"g"}, Pools: []string{"p"}, Slurm: &Slurm{Account: strings.Repeat("a", 64)}}, ""},
+		{"account of 65", Rule{Name: "r", Groups: []string{"g"}, Pools: []string{"p"}, Slurm: &Slurm{Account: strings.Repeat("a", 65)}}, "rules[0].slurm.account"},
+		{"mixed-case account", Rule{Name: "r", Groups: []string{"g"}, Pools: []string{"p"}, Slurm: &Slurm{Account: "Vision"}}, "rules[0].slurm.account"},
+		{"rule name of 61: fd-RULE is 64", Rule{Name: strings.Repeat("r", 61), Groups: []string{"g"}, Pools: []string{"p"}, Slurm: &Slurm{Account: "a"}}, ""},
+		{"rule name of 62: fd-RULE too long", Rule{Name: strings.Repeat("r", 62), Groups: []string{"g"}, Pools: []string{"p"}, Slurm: &Slurm{Account: "a"}}, "rules[0].slurm"},
+		{"mixed-case partition", Rule{Name: "r", Groups: []string{"g"}, Pools: []string{"p"}, Slurm: &Slurm{Account: "a", Partitions: []string{"H100"}}}, ""},
+		{"partition with a comma", Rule{Name: "r", Groups: []string{"g"}, Pools: []string{"p"}, Slurm: &Slurm{Account: "a", Partitions: []string{"a,b"}}}, "rules[0].slurm.partitions[0]"},
+		{"pool of 64", Rule{Name: "r", Groups: []string{"g"}, Pools: []string{strings.Repeat("p", 64)}}, "rules[0].pools[0]"},
+		{"wildcard host", Rule{Name: "r", Groups: []string{"g"}, Pools: []string{"p"}, ForwardTo: []string{"*.lab.example.edu"}}, ""},
+		{"host label ending in '-'", Rule{Name: "r", Groups: []string{"g"}, Pools: []string{"p"}, ForwardTo: []string{"lab-.example.edu"}}, "rules[0].forward_to[0]"},
+		{"GPU type", Rule{Name: "r", Groups: []string{"g"}, Pools: []string{"p"}, Slurm: &Slurm{Account: "a", GPUsPerUserByType: map[string]int{"H100": 1}}}, "rules[0].slurm.gpus_per_user_by_type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Rules = []Rule{tc.rule}
+			got := problems(t, cfg.Validate(Known{}))
+			if tc.key == "" && len(got) > 0 || tc.key != "" && (len(got) != 1 || got[tc.key] == "") {
+				t.Errorf("got %v, want a problem at %q", got, tc.key)
+			}
+		})
 	}
 }
 
@@ -135,7 +181,7 @@ func TestRefusalMessages(t *testing.T) {
 	if d, err := cfg.Evaluate("x", nil); err == nil || d.Message != "ask hpc-help@example.edu" {
 		t.Fatalf("no rule: %+v %v", d, err)
 	}
-	if d, _ := (Config{}).Evaluate("x", nil); d.Message != DefaultRefusalMessage {
+	if d, _ := DefaultConfig().Evaluate("x", nil); d.Message != DefaultRefusalMessage {
 		t.Fatalf("default: %q", d.Message)
 	}
 }
@@ -157,10 +203,8 @@ func TestValidateSlurmAndShadowing(t *testing.T) {
 		{Name: "everyone", Groups: []string{"*"}, Pools: []string{"general"}},                // 9
 		{Name: "after-everyone", Users: []string{"zed"}, Pools: []string{"general"}},         // 10: shadowed
 	}}
-	got := map[string]string{}
-	for _, p := range cfg.Validate(known) {
-		got[p.Key] += p.Msg + "; "
-	}
+	cfg.RefusalMessage = DefaultRefusalMessage
+	got := problems(t, cfg.Validate(known))
 	for key, want := range map[string]string{
 		"rules[1]":                                "matched first by rules[0] (admins)",
 		"rules[2].pools[1]":                       `pool "nowhere" has no login nodes`,

@@ -22,7 +22,7 @@ import (
 type Node struct {
 	node.Node
 
-	Alive    bool      // member of the gossip cluster (agent answering)
+	Alive    bool      // the agent's signed health keeps arriving (or, NoAgent, the gateway's probe answers)
 	SSHDUp   bool      // the agent's last probe saw an SSH-2.0 banner
 	Draining bool      // agent drain file or admin drain
 	HealthAt time.Time // when the health below was measured
@@ -41,6 +41,11 @@ type Node struct {
 	// last few seconds that may not show in Sessions yet. It is what keeps
 	// several gateways from herding onto the same node between gossip rounds.
 	RecentlyRouted int
+
+	// Lied: the node's agent recently sent health signed with the node's
+	// own key that no real node could report (impossible figures, another
+	// address or pool). It takes no new logins until that is forgotten.
+	Lied bool
 
 	// NoAgent: no agent reports for this node; Alive and SSHDUp are the
 	// gateway's own banner probe, and the load figures are neutral, so the
@@ -66,18 +71,23 @@ type Request struct {
 
 // Weights scale each term of a node's score; a lower score is a better node.
 type Weights struct {
-	Load     float64 `yaml:"load"`     // per unit of 1-minute load per CPU
-	Memory   float64 `yaml:"memory"`   // per unit of used memory fraction (1-MemAvailFrac)
-	Pressure float64 `yaml:"pressure"` // per unit of CPU+memory PSI fraction
-	Sessions float64 `yaml:"sessions"` // per session (live + recently routed) per CPU
-	Users    float64 `yaml:"users"`    // per distinct user per CPU
+	// Load weighs the 1-minute load average per CPU.
+	Load float64 `yaml:"load"`
+	// Memory weighs the fraction of memory in use (1 - MemAvailable/MemTotal).
+	Memory float64 `yaml:"memory"`
+	// Pressure weighs CPU plus memory pressure (PSI "some" avg10, as fractions).
+	Pressure float64 `yaml:"pressure"`
+	// Sessions weighs sessions (live and just routed) per CPU.
+	Sessions float64 `yaml:"sessions"`
+	// Users weighs distinct users per CPU.
+	Users float64 `yaml:"users"`
 }
 
 // Config tunes the decision. The zero value is not useful; start from
 // DefaultConfig.
 type Config struct {
 	// StaleAfter is how old health may be before a node stops being a
-	// candidate. It should be a few agent publish intervals.
+	// candidate. It should be a few agent intervals.
 	StaleAfter time.Duration `yaml:"stale_after"`
 	// StickyFor is how long after a user's last session ends new logins
 	// still go to the same node. VS Code keeps its server for 3 h; 8 h
@@ -88,9 +98,11 @@ type Config struct {
 	// at or above the number of candidates is greedy. 2 is the classic
 	// choice: near-optimal balance without herding.
 	Choices int `yaml:"choices"`
-	// MaxTries bounds Decision.Order: the chosen node plus fallbacks.
-	MaxTries int     `yaml:"max_tries"`
-	Weights  Weights `yaml:"weights"`
+	// MaxTries bounds the nodes a decision lists: the chosen node plus
+	// fallbacks.
+	MaxTries int `yaml:"max_tries"`
+	// Weights scale the terms of a node's score; the lowest score wins.
+	Weights Weights `yaml:"weights"`
 }
 
 // DefaultConfig returns the defaults described on each Config field.
@@ -133,6 +145,7 @@ func (c Config) Validate() error {
 const (
 	WhyPool     = "pool not allowed"
 	WhyDead     = "not alive in cluster"
+	WhyLied     = "agent lied about the node"
 	WhySSHDDown = "sshd not answering"
 	WhyStale    = "health stale"
 	WhyDraining = "draining"
@@ -265,15 +278,16 @@ func Decide(req Request, nodes []Node, cfg Config, rnd *rand.Rand) (Decision, er
 }
 
 // Score is a node's load score; lower is better. Exported so `frontdoor
-// nodes` can show the same number routing uses.
+// nodes` can show the same number routing uses. Every figure is clamped to
+// what a node can physically report (bounds.go), so the score is never
+// negative and no claim, however absurd, beats an idle honest node.
 func Score(n Node, w Weights) float64 {
-	cpus := float64(max(n.CPUs, 1))
-	mem := 1 - clamp01(n.MemAvailFrac)
-	return w.Load*n.Load1/cpus +
-		w.Memory*mem +
+	cpus := float64(ClampCPUs(n.CPUs))
+	return w.Load*clampLoad(n.Load1)/cpus +
+		w.Memory*clamp01(1-n.MemAvailFrac) +
 		w.Pressure*(clamp01(n.CPUPressure)+clamp01(n.MemPressure)) +
-		w.Sessions*float64(n.Sessions+n.RecentlyRouted)/cpus +
-		w.Users*float64(n.Users)/cpus
+		w.Sessions*float64(ClampCount(n.Sessions)+ClampCount(n.RecentlyRouted))/cpus +
+		w.Users*float64(ClampCount(n.Users))/cpus
 }
 
 type scored struct {
@@ -287,6 +301,8 @@ func rejects(req Request, n Node, cfg Config) string {
 	switch {
 	case !slices.Contains(req.Pools, n.Pool):
 		return WhyPool
+	case n.Lied:
+		return WhyLied
 	case !n.Alive:
 		return WhyDead
 	case !n.SSHDUp:
@@ -295,7 +311,7 @@ func rejects(req Request, n Node, cfg Config) string {
 		return WhyStale
 	case n.Draining:
 		return WhyDraining
-	case n.MaxSessions > 0 && n.Sessions+n.RecentlyRouted >= n.MaxSessions:
+	case n.MaxSessions > 0 && ClampCount(n.Sessions)+ClampCount(n.RecentlyRouted) >= n.MaxSessions:
 		return WhyFull
 	}
 	return ""
@@ -336,8 +352,6 @@ func (d *Decision) rank() {
 		d.Verdicts[i].Rank = slices.IndexFunc(d.Order, func(n node.Node) bool { return n.Name == d.Verdicts[i].Node.Name }) + 1
 	}
 }
-
-func clamp01(f float64) float64 { return max(0, min(1, f)) }
 
 func cmpString(a, b string) int {
 	switch {

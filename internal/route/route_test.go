@@ -2,6 +2,7 @@ package route
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -202,6 +203,20 @@ func TestScore(t *testing.T) {
 		{"pressure clamped", Node{CPUs: 1, MemAvailFrac: 1, CPUPressure: 5}, 1},
 		{"sessions and routed per core", Node{CPUs: 2, MemAvailFrac: 1, Sessions: 3, RecentlyRouted: 1}, 2},
 		{"users per core", Node{CPUs: 2, MemAvailFrac: 1, Users: 1}, 0.5},
+		// Claims no node can make are clamped to the physical bounds:
+		// none of them scores below an idle node (0).
+		{"negative load is none", Node{CPUs: 4, MemAvailFrac: 1, Load1: -100}, 0},
+		{"negative sessions are none", Node{CPUs: 1, MemAvailFrac: 1, Sessions: -50, RecentlyRouted: -3}, 0},
+		{"negative users are none", Node{CPUs: 1, MemAvailFrac: 1, Users: -7}, 0},
+		{"a billion CPUs are MaxCPUs", Node{CPUs: 1e9, MemAvailFrac: 1, Sessions: MaxCPUs}, 1},
+		{"negative CPUs are one", Node{CPUs: -8, MemAvailFrac: 1, Load1: 3}, 3},
+		{"more than all memory free is all", Node{CPUs: 1, MemAvailFrac: 7}, 0},
+		{"negative free memory is none", Node{CPUs: 1, MemAvailFrac: -1}, 1},
+		{"NaN load is the worst", Node{CPUs: 1, MemAvailFrac: 1, Load1: math.NaN()}, MaxTasks},
+		{"NaN free memory is none", Node{CPUs: 1, MemAvailFrac: math.NaN()}, 1},
+		{"NaN pressure is full", Node{CPUs: 1, MemAvailFrac: 1, CPUPressure: math.NaN()}, 1},
+		{"infinite load is MaxTasks", Node{CPUs: 1, MemAvailFrac: 1, Load1: math.Inf(1)}, MaxTasks},
+		{"negative pressure is none", Node{CPUs: 1, MemAvailFrac: 1, CPUPressure: -1, MemPressure: -1}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -266,4 +281,56 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: invalid config accepted", name)
 		}
 	}
+}
+
+// TestLiarDoesNotWin: a node claiming impossible figures (what an agent
+// whose node's root is lost can send) never scores below an idle honest
+// node, so it cannot take every login; a node marked as having lied is no
+// candidate at all, also when named explicitly.
+func TestLiarDoesNotWin(t *testing.T) {
+	honest := testNode("honest", func(n *Node) { n.CPUs, n.MemAvailFrac = 8, 1 })
+	liar := testNode("liar", func(n *Node) {
+		n.CPUs, n.Load1, n.Sessions, n.Users, n.MemAvailFrac = 1_000_000_000, -1e9, -1_000_000, -5, 100
+		n.CPUPressure, n.MemPressure, n.RecentlyRouted = -1, -1, -100
+	})
+	w := DefaultConfig().Weights
+	if s := Score(liar, w); s < 0 || s < Score(honest, w) {
+		t.Fatalf("liar scores %v, honest idle node %v", s, Score(honest, w))
+	}
+	cfg := DefaultConfig()
+	cfg.Choices = 2 // greedy over two: the better always wins
+	d, err := Decide(Request{Pools: []string{"gpu"}, Now: now}, []Node{liar, honest}, cfg, nil)
+	if err != nil || d.Order[0].Name != "honest" {
+		t.Fatalf("order %v (%v), want honest first", d.Order, err)
+	}
+	liar.Lied = true
+	d, err = Decide(Request{Pools: []string{"gpu"}, Now: now}, []Node{liar, honest}, cfg, nil)
+	if err != nil || len(d.Order) != 1 || d.Order[0].Name != "honest" {
+		t.Fatalf("order %v (%v), want honest only", d.Order, err)
+	}
+	var re *RefusedError
+	if _, err := Decide(Request{Pools: []string{"gpu"}, Explicit: "liar", Now: now}, []Node{liar, honest}, cfg, nil); !errors.As(err, &re) || re.Reason != WhyLied {
+		t.Fatalf("explicit liar: %v", err)
+	}
+}
+
+// FuzzScore: whatever a node claims, its score is a number, never
+// negative, and never better than the same node claiming nothing.
+func FuzzScore(f *testing.F) {
+	f.Add(0.0, 0, 0, 0, 1.0, 0.0, 0.0, 0)
+	f.Add(-1e9, -5, 1_000_000_000, -3, 7.0, -1.0, -1.0, -100)
+	f.Add(math.NaN(), 8, 4, 2, math.NaN(), math.Inf(1), math.Inf(-1), 1)
+	f.Fuzz(func(t *testing.T, load float64, sessions, cpus, users int, mem, cp, mp float64, routed int) {
+		n := Node{Load1: load, Sessions: sessions, CPUs: cpus, Users: users, MemAvailFrac: mem,
+			CPUPressure: cp, MemPressure: mp, RecentlyRouted: routed}
+		w := DefaultConfig().Weights
+		s := Score(n, w)
+		if math.IsNaN(s) || s < 0 {
+			t.Fatalf("Score(%+v) = %v", n, s)
+		}
+		idle := Score(Node{CPUs: MaxCPUs, MemAvailFrac: 1}, w)
+		if s < idle {
+			t.Fatalf("Score(%+v) = %v, below the best honest score %v", n, s, idle)
+		}
+	})
 }

@@ -32,6 +32,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // Marker starts the Description of every account and QOS frontdoor
@@ -60,7 +62,7 @@ type Desired struct {
 
 // Account is one Slurm account under Parent.
 type Account struct {
-	// Name is the account name (lower case; see ValidName).
+	// Name is the account name (lower case; see names.SlurmAccount).
 	Name string
 	// Description is stored after Marker ("frontdoor: Description").
 	Description string
@@ -114,21 +116,9 @@ type Assoc struct {
 	DefaultQOS string
 }
 
-// validName: what Slurm stores for names without surprises. sacctmgr
-// lower-cases account and user names, splits lists at commas and
-// key=value at '=', and would take spaces and quotes as separators.
-var validName = regexp.MustCompile(`^[a-z0-9_][a-z0-9_.-]{0,63}$`)
-
-// validType is a GRES type such as h100 or a100_80g.
-var validType = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
-
 // validDescription keeps descriptions to one plain line sacctmgr stores
 // as given and --parsable2 prints unambiguously (no '|').
 var validDescription = regexp.MustCompile(`^[A-Za-z0-9 _.,:;/()@+-]{0,200}$`)
-
-// ValidName reports whether s is usable as an account, user, QOS or
-// partition name in sacctmgr arguments.
-func ValidName(s string) bool { return validName.MatchString(s) }
 
 // ErrInvalid is wrapped by every Validate error.
 var ErrInvalid = errors.New("invalid desired state")
@@ -142,8 +132,8 @@ func (d Desired) Validate() error {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...))
 	}
 	name := func(kind, s string) bool {
-		if !ValidName(s) {
-			bad("%s name %q: want lower-case letters, digits, '_', '.', '-' (no spaces, commas, '=' or quotes), at most 64", kind, s)
+		if !names.SlurmAccount.Valid(s) {
+			bad("%s name %q: want %s", kind, s, names.SlurmAccount.Syntax)
 			return false
 		}
 		return true
@@ -158,8 +148,8 @@ func (d Desired) Validate() error {
 			bad("%s: negative GPU limit %d", where, n)
 		}
 		for t, v := range byType {
-			if !validType.MatchString(t) {
-				bad("%s: GPU type %q: want lower-case letters, digits, '_'", where, t)
+			if !names.GPUType.Valid(t) {
+				bad("%s: GPU type %q: want %s", where, t, names.GPUType.Syntax)
 			}
 			if v < 0 {
 				bad("%s: negative GPU limit %d for type %s", where, v, t)

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurm"
 )
@@ -93,7 +94,7 @@ func Build(ctx context.Context, pol policy.Config, dir Directory, parent string)
 			res.Users[id.Name] = ""
 			continue
 		}
-		if !slurm.ValidName(id.Name) {
+		if !names.SlurmAccount.Valid(id.Name) {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s: skipped: not a name Slurm can store", id.Name))
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurm"
 )
@@ -74,14 +75,8 @@ func ApplyEach(ctx context.Context, sl Slurm, changes []slurm.Change, au *audit.
 	return applied, errors.Join(errs...)
 }
 
-// Versioner is implemented by directories that can tell cheaply whether
-// anything changed (AD: highestCommittedUSN; a file: its size and mtime).
-type Versioner interface {
-	Version(ctx context.Context) (string, error)
-}
-
 // Syncer reconciles every Interval, and within Watch of a change in the
-// directory (if it is a Versioner).
+// directory (if it is a directory.Versioner; see directory.Watch).
 type Syncer struct {
 	Policy   policy.Config
 	Dir      Directory
@@ -122,11 +117,6 @@ func (s *Syncer) Once(ctx context.Context) Round {
 // Run reconciles until ctx ends. A failed round is logged and retried at
 // the next tick; it never stops the loop.
 func (s *Syncer) Run(ctx context.Context) error {
-	var v Versioner
-	if vv, ok := s.Dir.(Versioner); ok && s.Watch > 0 {
-		v = vv
-	}
-	last := ""
 	round := func(why string) {
 		r := s.Once(ctx)
 		switch {
@@ -138,14 +128,20 @@ func (s *Syncer) Run(ctx context.Context) error {
 			s.Log.Debug("slurm sync: in step", "trigger", why)
 		}
 	}
-	if v != nil {
-		last, _ = v.Version(ctx)
+	// The watch's baseline is read before the first round, so a change
+	// made while that round runs is seen at the next poll. A round that
+	// fails is retried at the interval, not at every poll.
+	var w *directory.Watch
+	if v, ok := s.Dir.(directory.Versioner); ok && s.Watch > 0 {
+		w = &directory.Watch{Source: v, Interval: s.Watch, Timeout: s.Timeout,
+			Changed: func(context.Context, string, string) error { round("directory changed"); return nil }}
+		_ = w.Prime(ctx)
 	}
 	round("start")
 	tick := time.NewTicker(s.Interval)
 	defer tick.Stop()
 	var watch <-chan time.Time
-	if v != nil {
+	if w != nil {
 		t := time.NewTicker(s.Watch)
 		defer t.Stop()
 		watch = t.C
@@ -160,13 +156,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 		case <-tick.C:
 			round("interval")
 		case <-watch:
-			wctx, cancel := context.WithTimeout(ctx, s.Timeout)
-			cur, err := v.Version(wctx)
-			cancel()
-			if err == nil && cur != last {
-				last = cur
-				round("directory changed")
-			}
+			_, _ = w.Poll(ctx)
 		}
 	}
 }

@@ -53,82 +53,102 @@ package throttle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
 
-// Config sets the limits. Zero fields take the defaults in brackets.
+// Config sets the limits: the `throttle:` section of the gateway
+// configuration. Start from DefaultConfig.
 type Config struct {
 	// UserFailures is the number of failures of one account, from every
-	// source together, allowed within UserWindow [3]; reaching it refuses
-	// the account's password logins from every source. Keep it below AD's
-	// lockout threshold (divided by the number of gateways).
+	// source together, allowed within UserWindow; reaching it refuses the
+	// account's password logins from every source. Keep it below AD's
+	// lockout threshold, divided by the number of gateways.
 	UserFailures int `yaml:"user_failures"`
 	// UserSourceFailures is the number of failures of one account from one
-	// source allowed within UserWindow [UserFailures-1, at least 1];
-	// reaching it refuses that account's password logins from that source
-	// only. Below UserFailures, one source alone never escalates to the
-	// account.
+	// source allowed within UserWindow, at most UserFailures; reaching it
+	// refuses that account's password logins from that source only. Below
+	// UserFailures, one source alone never escalates to the account, so a
+	// stranger cannot lock its owner out.
 	UserSourceFailures int `yaml:"user_source_failures"`
-	// UserWindow is the window of UserFailures and UserSourceFailures
-	// [30m]: at least AD's lockout observation window.
+	// UserWindow is the window of UserFailures and UserSourceFailures: at
+	// least AD's lockout observation window.
 	UserWindow time.Duration `yaml:"user_window"`
-	// SourceFailures per source address, every account together, within
-	// SourceWindow [20, 10m].
-	SourceFailures int           `yaml:"source_failures"`
-	SourceWindow   time.Duration `yaml:"source_window"`
-	// BaseDelay and MaxDelay shape the backoff after consecutive failures
-	// of one (account, source) pair or one source [1s, 1m].
+	// SourceFailures is the number of failures per source address, every
+	// account together, allowed within SourceWindow.
+	SourceFailures int `yaml:"source_failures"`
+	// SourceWindow is the per-source window.
+	SourceWindow time.Duration `yaml:"source_window"`
+	// BaseDelay is the wait after the second consecutive failure of one
+	// (account, source) pair or one source; each further failure doubles
+	// it, up to MaxDelay.
 	BaseDelay time.Duration `yaml:"base_delay"`
-	MaxDelay  time.Duration `yaml:"max_delay"`
+	// MaxDelay caps the backoff; at least BaseDelay.
+	MaxDelay time.Duration `yaml:"max_delay"`
 	// MaxEntries bounds the number of tracked keys of each kind (accounts,
-	// pairs, sources) [100000].
+	// pairs, sources); the oldest are forgotten first.
 	MaxEntries int `yaml:"max_entries"`
 	// MaxInFlightPerUser is how many password verifications of one
-	// account may run at once [1]; others wait their turn.
+	// account may run at once; others wait their turn.
 	MaxInFlightPerUser int `yaml:"max_in_flight_per_user"`
-	// MaxInFlightPerSource is the same per source address [4].
+	// MaxInFlightPerSource is how many password verifications from one
+	// source address may run at once.
 	MaxInFlightPerSource int `yaml:"max_in_flight_per_source"`
-	// Now is the clock [time.Now]; tests inject their own.
+	// Now is the clock (time.Now); tests inject their own.
 	Now func() time.Time `yaml:"-"`
 }
 
-// Defaults returns c with zero fields set.
-func (c Config) Defaults() Config {
-	if c.UserFailures <= 0 {
-		c.UserFailures = 3
+// DefaultConfig returns limits that never lock an AD account with the
+// common lockout threshold of 5 (or more) and two gateways: 3 failures per
+// account in 30 minutes, 2 of them from any one source.
+func DefaultConfig() Config {
+	return Config{
+		UserFailures:         3,
+		UserSourceFailures:   2,
+		UserWindow:           30 * time.Minute,
+		SourceFailures:       20,
+		SourceWindow:         10 * time.Minute,
+		BaseDelay:            time.Second,
+		MaxDelay:             time.Minute,
+		MaxEntries:           100000,
+		MaxInFlightPerUser:   1,
+		MaxInFlightPerSource: 4,
+		Now:                  time.Now,
 	}
-	if c.UserSourceFailures <= 0 {
-		c.UserSourceFailures = max(c.UserFailures-1, 1)
+}
+
+// Validate reports limits that cannot work, each error as
+// "throttle.key: problem" (errors.Join'ed).
+func (c Config) Validate() error {
+	var errs []error
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"user_failures", c.UserFailures}, {"user_source_failures", c.UserSourceFailures}, {"source_failures", c.SourceFailures},
+		{"max_entries", c.MaxEntries}, {"max_in_flight_per_user", c.MaxInFlightPerUser}, {"max_in_flight_per_source", c.MaxInFlightPerSource}} {
+		if n.v < 1 {
+			errs = append(errs, fmt.Errorf("throttle.%s: must be at least 1", n.key))
+		}
 	}
-	if c.UserWindow <= 0 {
-		c.UserWindow = 30 * time.Minute
+	if c.UserSourceFailures > c.UserFailures {
+		errs = append(errs, fmt.Errorf("throttle.user_source_failures: must be at most user_failures (%d): the account would escalate first", c.UserFailures))
 	}
-	if c.SourceFailures <= 0 {
-		c.SourceFailures = 20
-	}
-	if c.SourceWindow <= 0 {
-		c.SourceWindow = 10 * time.Minute
-	}
-	if c.BaseDelay <= 0 {
-		c.BaseDelay = time.Second
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"user_window", c.UserWindow}, {"source_window", c.SourceWindow}, {"base_delay", c.BaseDelay}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("throttle.%s: must be positive", d.key))
+		}
 	}
 	if c.MaxDelay < c.BaseDelay {
-		c.MaxDelay = max(time.Minute, c.BaseDelay)
-	}
-	if c.MaxEntries <= 0 {
-		c.MaxEntries = 100000
-	}
-	if c.MaxInFlightPerUser <= 0 {
-		c.MaxInFlightPerUser = 1
-	}
-	if c.MaxInFlightPerSource <= 0 {
-		c.MaxInFlightPerSource = 4
+		errs = append(errs, fmt.Errorf("throttle.max_delay: must be at least base_delay (%s)", c.BaseDelay))
 	}
 	if c.Now == nil {
-		c.Now = time.Now
+		errs = append(errs, errors.New("throttle: no clock (start from DefaultConfig)"))
 	}
-	return c
+	return errors.Join(errs...)
 }
 
 // The three kinds of key a failure counts against.
@@ -168,9 +188,9 @@ type state struct {
 	inflight    int         // reservations not yet ended
 }
 
-// New returns a Throttle with cfg's limits (defaults applied).
+// New returns a Throttle with cfg's limits; cfg must be valid (see
+// Validate).
 func New(cfg Config) *Throttle {
-	cfg = cfg.Defaults()
 	t := &Throttle{cfg: cfg, wake: make(chan struct{})}
 	t.lim[account] = limit{failures: cfg.UserFailures, window: cfg.UserWindow, maxInFlight: cfg.MaxInFlightPerUser}
 	t.lim[pair] = limit{failures: cfg.UserSourceFailures, window: cfg.UserWindow, backoff: true}

@@ -7,12 +7,21 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf/yamlconftest"
 )
 
 type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time          { return c.t }
 func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+// limits is DefaultConfig with changes.
+func limits(change func(c *Config)) Config {
+	c := DefaultConfig()
+	change(&c)
+	return c
+}
 
 func newTest(cfg Config) (*Throttle, *clock) {
 	c := &clock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
@@ -31,8 +40,15 @@ type step struct {
 }
 
 func TestScenarios(t *testing.T) {
-	base := Config{UserFailures: 3, UserSourceFailures: 2, UserWindow: 30 * time.Minute, SourceFailures: 5, SourceWindow: 10 * time.Minute,
-		BaseDelay: time.Second, MaxDelay: 8 * time.Second}
+	base := limits(func(c *Config) {
+		c.UserFailures = 3
+		c.UserSourceFailures = 2
+		c.UserWindow = 30 * time.Minute
+		c.SourceFailures = 5
+		c.SourceWindow = 10 * time.Minute
+		c.BaseDelay = time.Second
+		c.MaxDelay = 8 * time.Second
+	})
 	tests := []struct {
 		name  string
 		cfg   Config
@@ -137,17 +153,20 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
-// The defaults: one source never spends the whole account; the pair limit
-// is below the account's.
-func TestDefaults(t *testing.T) {
-	for _, tc := range []struct{ user, pair, want int }{{0, 0, 2}, {3, 0, 2}, {1, 0, 1}, {2, 0, 1}, {9, 0, 8}, {9, 3, 3}} {
-		c := Config{UserFailures: tc.user, UserSourceFailures: tc.pair}.Defaults()
-		if c.UserSourceFailures != tc.want {
-			t.Errorf("user_failures %d, user_source_failures %d: default %d, want %d", tc.user, tc.pair, c.UserSourceFailures, tc.want)
-		}
+// The defaults: one source never spends the whole account; a pair limit
+// above the account's, or none, is refused.
+func TestValidatePairLimit(t *testing.T) {
+	if c := DefaultConfig(); c.UserSourceFailures >= c.UserFailures || c.Validate() != nil {
+		t.Errorf("defaults %d/%d (%v): want a valid pair limit below the account's", c.UserSourceFailures, c.UserFailures, c.Validate())
 	}
-	if c := (Config{}).Defaults(); c.UserFailures != 3 || c.UserSourceFailures != 2 {
-		t.Errorf("defaults %d/%d, want 3/2", c.UserFailures, c.UserSourceFailures)
+	for _, tc := range []struct {
+		user, pair int
+		ok         bool
+	}{{3, 2, true}, {3, 3, true}, {1, 1, true}, {3, 4, false}, {3, 0, false}} {
+		err := limits(func(c *Config) { c.UserFailures, c.UserSourceFailures = tc.user, tc.pair }).Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("user_failures %d, user_source_failures %d: %v, want ok=%v", tc.user, tc.pair, err, tc.ok)
+		}
 	}
 }
 
@@ -156,7 +175,7 @@ func TestDefaults(t *testing.T) {
 // and Waits says which key holds: the pair, then (several sources) the
 // account.
 func TestStrangerCannotLockOwnerOut(t *testing.T) {
-	th, c := newTest(Config{BaseDelay: time.Nanosecond, MaxDelay: time.Nanosecond})
+	th, c := newTest(limits(func(c *Config) { c.BaseDelay, c.MaxDelay = time.Nanosecond, time.Nanosecond }))
 	ctx := context.Background()
 	attempt := func(src string, ok bool) error {
 		r, _, err := th.Reserve(ctx, "alice", src)
@@ -209,7 +228,7 @@ func TestStrangerCannotLockOwnerOut(t *testing.T) {
 // for one user as AD's lockout threshold.
 func TestNeverReachesLockout(t *testing.T) {
 	const threshold = 5
-	th, c := newTest(Config{UserFailures: threshold - 1, UserWindow: 30 * time.Minute})
+	th, c := newTest(limits(func(c *Config) { c.UserFailures, c.UserWindow = threshold-1, 30*time.Minute }))
 	var fails []time.Time
 	end := c.t.Add(24 * time.Hour)
 	for c.t.Before(end) {
@@ -237,7 +256,7 @@ func TestNeverReachesLockout(t *testing.T) {
 }
 
 func TestMaxEntries(t *testing.T) {
-	th, c := newTest(Config{MaxEntries: 10})
+	th, c := newTest(limits(func(c *Config) { c.MaxEntries = 10 }))
 	for i := 0; i < 100; i++ {
 		th.Failure(fmt.Sprintf("u%d", i), fmt.Sprintf("s%d", i))
 		c.advance(time.Second)
@@ -248,7 +267,7 @@ func TestMaxEntries(t *testing.T) {
 }
 
 func TestConcurrent(t *testing.T) {
-	th := New(Config{})
+	th := New(DefaultConfig())
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
@@ -271,7 +290,13 @@ func TestConcurrent(t *testing.T) {
 // through to the directory, however they interleave: attempts in flight
 // count, and only one per account is verified at a time.
 func TestReserveParallelBurst(t *testing.T) {
-	th := New(Config{UserFailures: 3, UserWindow: time.Hour, SourceFailures: 1000, BaseDelay: time.Nanosecond, MaxDelay: time.Nanosecond})
+	th := New(limits(func(c *Config) {
+		c.UserFailures = 3
+		c.UserWindow = time.Hour
+		c.SourceFailures = 1000
+		c.BaseDelay = time.Nanosecond
+		c.MaxDelay = time.Nanosecond
+	}))
 	var mu sync.Mutex
 	inFlight, maxInFlight, reached, refused := 0, 0, 0, 0
 	var wg sync.WaitGroup
@@ -308,7 +333,7 @@ func TestReserveParallelBurst(t *testing.T) {
 }
 
 func TestReserveWaitsItsTurnAndHonoursContext(t *testing.T) {
-	th := New(Config{UserFailures: 3, MaxInFlightPerSource: 1})
+	th := New(limits(func(c *Config) { c.UserFailures, c.MaxInFlightPerSource = 3, 1 }))
 	r1, _, err := th.Reserve(context.Background(), "alice", "s")
 	if err != nil {
 		t.Fatal(err)
@@ -344,7 +369,13 @@ func TestReserveWaitsItsTurnAndHonoursContext(t *testing.T) {
 }
 
 func TestReserveRefusesWhenAllowanceUsed(t *testing.T) {
-	th, clk := newTest(Config{UserFailures: 2, UserSourceFailures: 2, UserWindow: time.Hour, BaseDelay: time.Nanosecond, MaxDelay: time.Nanosecond})
+	th, clk := newTest(limits(func(c *Config) {
+		c.UserFailures = 2
+		c.UserSourceFailures = 2
+		c.UserWindow = time.Hour
+		c.BaseDelay = time.Nanosecond
+		c.MaxDelay = time.Nanosecond
+	}))
 	for range 2 {
 		r, _, err := th.Reserve(context.Background(), "alice", "s")
 		if err != nil {
@@ -368,8 +399,15 @@ func TestReserveRefusesWhenAllowanceUsed(t *testing.T) {
 // new name is refused rather than a victim's failures forgotten (a flood
 // of made-up names must not reset an account's allowance).
 func TestFullTableKeepsHistory(t *testing.T) {
-	th, c := newTest(Config{MaxEntries: 3, UserFailures: 3, UserWindow: 30 * time.Minute, SourceFailures: 1000,
-		SourceWindow: time.Minute, BaseDelay: time.Nanosecond, MaxDelay: time.Nanosecond})
+	th, c := newTest(limits(func(c *Config) {
+		c.MaxEntries = 3
+		c.UserFailures = 3
+		c.UserWindow = 30 * time.Minute
+		c.SourceFailures = 1000
+		c.SourceWindow = time.Minute
+		c.BaseDelay = time.Nanosecond
+		c.MaxDelay = time.Nanosecond
+	}))
 	ctx := context.Background()
 	fail := func(user string) error {
 		r, _, err := th.Reserve(ctx, user, "")
@@ -405,5 +443,30 @@ func TestFullTableKeepsHistory(t *testing.T) {
 	c.advance(31 * time.Minute)
 	if err := fail("made-up-new"); err != nil {
 		t.Fatalf("after the window: %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(c *Config)
+		want   string // "" when valid
+	}{
+		{"defaults", func(c *Config) {}, ""},
+		{"no failures allowed", func(c *Config) { c.UserFailures = 0 }, "throttle.user_failures: must be at least 1"},
+		{"no source failures", func(c *Config) { c.SourceFailures = -1 }, "throttle.source_failures: must be at least 1"},
+		{"no table", func(c *Config) { c.MaxEntries = 0 }, "throttle.max_entries: must be at least 1"},
+		{"nobody may verify", func(c *Config) { c.MaxInFlightPerUser = 0 }, "throttle.max_in_flight_per_user"},
+		{"no source slot", func(c *Config) { c.MaxInFlightPerSource = 0 }, "throttle.max_in_flight_per_source"},
+		{"no window", func(c *Config) { c.UserWindow = 0 }, "throttle.user_window: must be positive"},
+		{"no source window", func(c *Config) { c.SourceWindow = -time.Second }, "throttle.source_window: must be positive"},
+		{"no backoff", func(c *Config) { c.BaseDelay = 0 }, "throttle.base_delay: must be positive"},
+		{"cap below base", func(c *Config) { c.BaseDelay = 2 * time.Minute }, "throttle.max_delay: must be at least base_delay (2m0s)"},
+		{"equal cap", func(c *Config) { c.BaseDelay, c.MaxDelay = time.Minute, time.Minute }, ""},
+		{"no clock", func(c *Config) { c.Now = nil }, "no clock"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			yamlconftest.Problem(t, limits(tc.change).Validate(), tc.want)
+		})
 	}
 }

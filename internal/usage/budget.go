@@ -31,12 +31,8 @@ func BudgetWarning(account string, spent float64, b Budget) string {
 	if b.Monthly <= 0 || math.IsNaN(spent) {
 		return ""
 	}
-	warnAt := b.WarnAt
-	if warnAt == 0 {
-		warnAt = 0.8
-	}
 	f := spent / b.Monthly
-	switch budgetStatus(f, warnAt) {
+	switch budgetStatus(f, b.WarnAt) {
 	case BudgetOver:
 		return fmt.Sprintf("frontdoor: account %s is over its monthly budget: %.0f of %.0f spent (%.0f%%); ask your PI before starting large jobs",
 			account, spent, b.Monthly, 100*f)

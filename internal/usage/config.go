@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"sort"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // Config is the `usage:` section of the gateway configuration: what things
@@ -23,15 +25,23 @@ type Config struct {
 	// CapacityInstanceType prices idle GPU-hours (one of
 	// rates.instance_types). Empty: idle GPU-hours are shown unpriced.
 	CapacityInstanceType string `yaml:"capacity_instance_type"`
-	// Currency labels every amount (the rates' currency). Default "USD".
+	// Currency labels every amount (the rates' currency): a three-letter
+	// code.
 	Currency string `yaml:"currency"`
 	// AuditLookback is how far before the window audit records are read
-	// for sessions that started earlier and overlap it. Default 168h.
+	// for sessions that started earlier and overlap it; 0 to 8784h.
 	AuditLookback time.Duration `yaml:"audit_lookback"`
 	// OpenSessionMax caps a session without a session.end record (still
 	// running, or its gateway crashed): it counts until the window's end
-	// or now, but at most this long after its start. Default 24h.
+	// or now, but at most this long after its start; 1m to 8784h.
 	OpenSessionMax time.Duration `yaml:"open_session_max"`
+}
+
+// DefaultConfig returns the defaults: nothing priced, amounts in USD,
+// audit records read a week before the window, an unfinished session
+// counted for at most a day.
+func DefaultConfig() Config {
+	return Config{Currency: "USD", AuditLookback: 7 * 24 * time.Hour, OpenSessionMax: 24 * time.Hour}
 }
 
 // Rates are configured prices per hour, in Config.Currency.
@@ -46,14 +56,17 @@ type Rates struct {
 	// such GPU-hours are shown unpriced (and said so).
 	DefaultGPUHourly float64 `yaml:"default_gpu_hourly"`
 	// LoginNodeHourly prices one login node for an hour; its hours are
-	// shared among the users on it at the time (see Aggregate).
+	// shared among the users on it at the time.
 	LoginNodeHourly float64 `yaml:"login_node_hourly"`
 }
 
 // InstanceRate is one instance type's price.
 type InstanceRate struct {
+	// Hourly is the price of one instance for an hour (on-demand or
+	// reserved); required.
 	Hourly float64 `yaml:"hourly"`
-	GPUs   int     `yaml:"gpus"`
+	// GPUs is the number of GPUs of one instance, 1 to 64.
+	GPUs int `yaml:"gpus"`
 }
 
 // Budget is one account's spending limit.
@@ -61,41 +74,22 @@ type Budget struct {
 	// Monthly is the amount per calendar month; a window is charged the
 	// covered fraction of each month it touches.
 	Monthly float64 `yaml:"monthly"`
-	// WarnAt is the fraction of the budget at which warnings start
-	// (default 0.8).
+	// WarnAt is the fraction of the budget at which warnings start, in
+	// (0, 1].
 	WarnAt float64 `yaml:"warn_at"`
 }
 
-// Defaults returns c with every unset field at its default.
-func (c Config) Defaults() Config {
-	if c.Currency == "" {
-		c.Currency = "USD"
-	}
-	if c.AuditLookback == 0 {
-		c.AuditLookback = 7 * 24 * time.Hour
-	}
-	if c.OpenSessionMax == 0 {
-		c.OpenSessionMax = 24 * time.Hour
-	}
-	if len(c.Budgets) > 0 {
-		b := make(map[string]Budget, len(c.Budgets))
-		for k, v := range c.Budgets {
-			if v.WarnAt == 0 {
-				v.WarnAt = 0.8
-			}
-			b[k] = v
-		}
-		c.Budgets = b
-	}
-	return c
-}
+// DefaultWarnAt is a budget's warn_at unless it says otherwise.
+const DefaultWarnAt = 0.8
+
+// SetDefaults sets b to a budget's defaults (yamlconf.Defaulter: every
+// budgets entry starts from them).
+func (b *Budget) SetDefaults() { *b = Budget{WarnAt: DefaultWarnAt} }
 
 var (
 	// instanceTypeRE: ml.p5.48xlarge, p4d.24xlarge.
 	instanceTypeRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*(\.[a-z0-9-]+)+$`)
-	// slurmNameRE is a Slurm account or partition name.
-	slurmNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
-	currencyRE  = regexp.MustCompile(`^[A-Z]{3}$`)
+	currencyRE     = regexp.MustCompile(`^[A-Z]{3}$`)
 )
 
 // Validate reports a section that cannot work, each error as
@@ -127,8 +121,8 @@ func (c Config) Validate() error {
 	for _, p := range sortedKeys(c.Rates.Partitions) {
 		it := c.Rates.Partitions[p]
 		key := "rates.partitions." + p
-		if !slurmNameRE.MatchString(p) {
-			add(key, "%q is not a Slurm partition name", p)
+		if !names.SlurmName.Valid(p) {
+			add(key, "%q is not a Slurm partition name (%s)", p, names.SlurmName.Syntax)
 		}
 		if _, ok := c.Rates.InstanceTypes[it]; !ok {
 			add(key, "instance type %q is not in rates.instance_types", it)
@@ -139,8 +133,8 @@ func (c Config) Validate() error {
 	for _, a := range sortedKeys(c.Budgets) {
 		b := c.Budgets[a]
 		key := "budgets." + a
-		if !slurmNameRE.MatchString(a) {
-			add(key, "%q is not a Slurm account name", a)
+		if !names.SlurmAccount.Valid(a) {
+			add(key, "%q is not a Slurm account name (%s)", a, names.SlurmAccount.Syntax)
 		}
 		if math.IsNaN(b.Monthly) || b.Monthly <= 0 || b.Monthly > 1e12 {
 			add(key+".monthly", "must be a positive amount")

@@ -228,12 +228,13 @@ func TestUsageAgainstRealSlurm(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := usage.Config{Rates: usage.Rates{
+	cfg := usage.DefaultConfig()
+	cfg.Rates = usage.Rates{
 		InstanceTypes:    map[string]usage.InstanceRate{"ml.p5.48xlarge": {Hourly: 98.32, GPUs: 8}},
 		Partitions:       map[string]string{slurmh.PartitionH100: "ml.p5.48xlarge"},
-		DefaultGPUHourly: 2, LoginNodeHourly: 0.5},
-		Budgets:              map[string]usage.Budget{"laba": {Monthly: 100}},
-		CapacityInstanceType: "ml.p5.48xlarge"}.Defaults()
+		DefaultGPUHourly: 2, LoginNodeHourly: 0.5}
+	cfg.Budgets = map[string]usage.Budget{"laba": {Monthly: 100, WarnAt: usage.DefaultWarnAt}}
+	cfg.CapacityInstanceType = "ml.p5.48xlarge"
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -326,8 +327,9 @@ func testCLI(t *testing.T, ctx context.Context, from time.Time, auditFile string
 	}
 	srv := httptest.NewServer(gofakes3.New(backend).Server())
 	defer srv.Close()
-	s3cfg := s3sink.Config{Bucket: "audit-bucket", Region: "us-east-1", Endpoint: srv.URL, PathStyle: true,
-		SpoolDir: filepath.Join(dir, "spool")}
+	s3cfg := s3sink.DefaultConfig()
+	s3cfg.Bucket, s3cfg.Region, s3cfg.Endpoint, s3cfg.PathStyle = "audit-bucket", "us-east-1", srv.URL, true
+	s3cfg.SpoolDir = filepath.Join(dir, "spool")
 	sink, err := s3sink.New(ctx, s3cfg, "gw1", s3sink.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package usage_test
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -85,7 +86,7 @@ func TestLocalAuditFiles(t *testing.T) {
 	if st.Sources != 4 || st.Records != 10 || st.Bad != 1 || len(got) != 10 {
 		t.Errorf("stats %+v, %d records; want 4 files, 10 session records (5 sessions), 1 bad line", st, len(got))
 	}
-	r := usage.Aggregate(usage.Input{From: nov1, To: dec1, Now: dec1, By: usage.ByGroup, Events: got, Config: usage.Config{}.Defaults()})
+	r := usage.Aggregate(usage.Input{From: nov1, To: dec1, Now: dec1, By: usage.ByGroup, Events: got, Config: usage.DefaultConfig()})
 	if len(r.Rows) != 1 || r.Rows[0].Key != "nlp" || r.Rows[0].Sessions != 5 || r.Rows[0].SessionHours != 5 {
 		t.Errorf("rows %+v", r.Rows)
 	}
@@ -116,8 +117,9 @@ func TestAuditFromS3(t *testing.T) {
 
 	var all []audit.Event
 	for _, gw := range []string{"gw1", "gw2"} {
-		cfg := s3sink.Config{Bucket: bucket, Region: "us-east-1", Endpoint: srv.URL, PathStyle: true,
-			SpoolDir: filepath.Join(t.TempDir(), gw), BatchMaxEvents: 4, BatchMaxAge: time.Hour}
+		cfg := s3sink.DefaultConfig()
+		cfg.Bucket, cfg.Region, cfg.Endpoint, cfg.PathStyle = bucket, "us-east-1", srv.URL, true
+		cfg.SpoolDir, cfg.BatchMaxEvents, cfg.BatchMaxAge = filepath.Join(t.TempDir(), gw), 4, time.Hour
 		sink, err := s3sink.New(ctx, cfg, gw, s3sink.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)
@@ -135,6 +137,21 @@ func TestAuditFromS3(t *testing.T) {
 	}
 	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true,
 		Credentials: aws.AnonymousCredentials{}})
+	// An object a gateway wrote before batches were chained (no header,
+	// PREFIX/yyyy/mm/dd/GATEWAY-SEQ.jsonl.gz) is read too.
+	old := sessionEvents("gwold", 1, time.Date(2026, 11, 5, 0, 0, 0, 0, time.UTC))
+	var oldBody bytes.Buffer
+	zw := gzip.NewWriter(&oldBody)
+	for _, e := range old {
+		b, _ := json.Marshal(e)
+		zw.Write(append(b, '\n'))
+	}
+	zw.Close()
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("audit/2026/11/05/gwold-0000000001.jsonl.gz"),
+		Body: bytes.NewReader(oldBody.Bytes())}); err != nil {
+		t.Fatal(err)
+	}
+	all = append(all, old...)
 	list, err := client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
 	if err != nil {
 		t.Fatal(err)
@@ -166,10 +183,10 @@ func TestAuditFromS3(t *testing.T) {
 	}
 	// The same records from a local file as well count once.
 	dup := append(append([]audit.Event{}, got...), got...)
-	r := usage.Aggregate(usage.Input{From: nov1, To: dec1, Now: dec1, By: usage.ByUser, Events: usage.Dedup(dup), Config: usage.Config{}.Defaults()})
+	r := usage.Aggregate(usage.Input{From: nov1, To: dec1, Now: dec1, By: usage.ByUser, Events: usage.Dedup(dup), Config: usage.DefaultConfig()})
 	// Per gateway: 12 sessions from Oct 31 18:00, the first one before the
-	// window: 11 in it.
-	if len(r.Rows) != 1 || r.Rows[0].Sessions != 22 || r.Rows[0].SessionHours != 22 {
+	// window: 11 in it; and the old object's one.
+	if len(r.Rows) != 1 || r.Rows[0].Sessions != 23 || r.Rows[0].SessionHours != 23 {
 		t.Errorf("rows %+v", r.Rows)
 	}
 	for _, bad := range []string{"s3:/x", "http://bucket/audit", "s3://", "s3:///audit"} {
@@ -187,7 +204,7 @@ func FuzzReadEvents(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var evs []audit.Event
 		_, _, _ = usage.ReadEvents(strings.NewReader(string(data)), nov1, dec1, func(e audit.Event) { evs = append(evs, e) })
-		r := usage.Aggregate(usage.Input{From: nov1, To: dec1, Now: dec1, By: usage.ByUser, Events: evs, Config: usage.Config{}.Defaults()})
+		r := usage.Aggregate(usage.Input{From: nov1, To: dec1, Now: dec1, By: usage.ByUser, Events: evs, Config: usage.DefaultConfig()})
 		for _, row := range r.Rows {
 			if row.SessionHours < 0 || row.LoginNodeHours < 0 || row.SessionHours > 24*30*float64(len(evs)) {
 				t.Fatalf("impossible row from %q: %+v", data, row)

@@ -18,11 +18,14 @@ var (
 func at(day, hour int) time.Time { return time.Date(2026, 11, day, hour, 0, 0, 0, time.UTC) }
 
 func testConfig() Config {
-	return Config{Rates: Rates{
+	c := DefaultConfig()
+	c.Rates = Rates{
 		InstanceTypes:    map[string]InstanceRate{"ml.p5.48xlarge": {Hourly: 80, GPUs: 8}},
 		Partitions:       map[string]string{"h100": "ml.p5.48xlarge"},
 		DefaultGPUHourly: 2, LoginNodeHourly: 1,
-	}, CapacityInstanceType: "ml.p5.48xlarge"}.Defaults()
+	}
+	c.CapacityInstanceType = "ml.p5.48xlarge"
+	return c
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -70,7 +73,7 @@ func TestJobsClippedToTheWindowAllStates(t *testing.T) {
 	}
 
 	// Once the month is over, job 6 counts its hour in the window, unpriced.
-	r = Aggregate(Input{From: nov1, To: dec1, Now: dec1.AddDate(0, 0, 3), By: ByUser, Jobs: jobs, Config: Config{}.Defaults()})
+	r = Aggregate(Input{From: nov1, To: dec1, Now: dec1.AddDate(0, 0, 3), By: ByUser, Jobs: jobs, Config: DefaultConfig()})
 	c := rowOf(t, r, "cat")
 	if !near(c.GPUHours, 1) || !near(c.UnpricedGPUHours, 1) || c.JobStates["TIMEOUT"] != 1 || len(r.Notes) == 0 {
 		t.Errorf("cat: %+v notes %v", c, r.Notes)
@@ -172,8 +175,7 @@ func TestGroupAndAccountOfJobsAndSessions(t *testing.T) {
 		ev(audit.TypeSessionEnd, "gw1", "a1", "ann", "login1", at(2, 2)),
 	}
 	cfg := testConfig()
-	cfg.Budgets = map[string]Budget{"laba": {Monthly: 30, WarnAt: 0.5}, "labz": {Monthly: 10}}
-	cfg = cfg.Defaults()
+	cfg.Budgets = map[string]Budget{"laba": {Monthly: 30, WarnAt: 0.5}, "labz": {Monthly: 10, WarnAt: DefaultWarnAt}}
 	// By account: jobs by their own account, the session by ann's main one.
 	r := Aggregate(Input{From: nov1, To: dec1, Now: dec1, By: ByAccount, Jobs: jobs, Events: events, Config: cfg})
 	if a := rowOf(t, r, "laba"); a.Sessions != 1 || !near(a.GPUHours, 10) || !near(a.Cost, 10*2+2*1) {
@@ -225,8 +227,8 @@ func TestMonthsCoveredAndBudgetWarning(t *testing.T) {
 	if s := BudgetWarning("nlp", 100, Budget{}); s != "" {
 		t.Errorf("no budget: %q", s)
 	}
-	if s := BudgetWarning("nlp", 900, Budget{Monthly: 1000}); s == "" {
-		t.Error("warn_at unset: the default 0.8 applies")
+	if s := BudgetWarning("nlp", 900, Budget{Monthly: 1000, WarnAt: DefaultWarnAt}); s == "" {
+		t.Error("past the default warn_at 0.8: no warning")
 	}
 	f, to := MonthWindow(time.Date(2026, 12, 31, 23, 0, 0, 0, time.UTC))
 	if !f.Equal(dec1) || !to.Equal(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)) {
@@ -237,6 +239,9 @@ func TestMonthsCoveredAndBudgetWarning(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	if err := testConfig().Validate(); err != nil {
 		t.Fatal(err)
+	}
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("the defaults: %v", err)
 	}
 	for _, tc := range []struct {
 		name string
@@ -252,6 +257,10 @@ func TestConfigValidate(t *testing.T) {
 		{"budget", func(c *Config) { c.Budgets = map[string]Budget{"nlp": {Monthly: 0, WarnAt: 0.8}} }, "usage.budgets.nlp.monthly: must be a positive amount"},
 		{"warn", func(c *Config) { c.Budgets = map[string]Budget{"nlp": {Monthly: 1, WarnAt: 1.5}} }, "usage.budgets.nlp.warn_at: must be a fraction"},
 		{"account", func(c *Config) { c.Budgets = map[string]Budget{"a b": {Monthly: 1, WarnAt: 0.5}} }, `usage.budgets.a b: "a b" is not a Slurm account name`},
+		{"mixed-case account", func(c *Config) { c.Budgets = map[string]Budget{"NLP": {Monthly: 1, WarnAt: 0.5}} }, `usage.budgets.NLP: "NLP" is not a Slurm account name`},
+		{"warn unset", func(c *Config) { c.Budgets = map[string]Budget{"nlp": {Monthly: 1}} }, "usage.budgets.nlp.warn_at: must be a fraction"},
+		{"partition", func(c *Config) { c.Rates.Partitions["a,b"] = "ml.p5.48xlarge" }, `usage.rates.partitions.a,b: "a,b" is not a Slurm partition name`},
+		{"lookback", func(c *Config) { c.AuditLookback = -time.Hour }, "usage.audit_lookback"},
 		{"capacity", func(c *Config) { c.CapacityGPUs = -1 }, "usage.capacity_gpus"},
 		{"capacity type", func(c *Config) { c.CapacityInstanceType = "ml.g5.xlarge" }, "usage.capacity_instance_type"},
 		{"currency", func(c *Config) { c.Currency = "dollars" }, "usage.currency"},

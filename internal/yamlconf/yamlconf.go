@@ -65,8 +65,10 @@ func (l Lines) Line(path string) int {
 var ErrEmpty = errors.New("empty configuration")
 
 // Decode parses data (read from file) into out, a pointer to a struct whose
-// fields already hold the defaults. It returns where every key was written.
-// All problems are returned joined, each an *Error.
+// fields already hold the defaults (see Defaulter for optional sections and
+// list elements, Deriver for defaults computed after decoding). It returns
+// where every key was written. All problems are returned joined, each an
+// *Error.
 func Decode(file string, data []byte, out any) (Lines, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -75,6 +77,9 @@ func Decode(file string, data []byte, out any) (Lines, error) {
 	if len(root.Content) == 0 || root.Content[0].Kind == 0 ||
 		(root.Content[0].Kind == yaml.ScalarNode && root.Content[0].Tag == "!!null") {
 		return nil, &Error{File: file, Msg: ErrEmpty.Error()}
+	}
+	if err := aliasProblem(file, &root); err != nil {
+		return nil, err
 	}
 	lines, byLine := Lines{}, map[int]string{}
 	record(&root, "", lines, byLine)
@@ -88,10 +93,52 @@ func Decode(file string, data []byte, out any) (Lines, error) {
 	if len(errs) > 0 {
 		return lines, errors.Join(errs...)
 	}
+	v := reflect.ValueOf(out)
+	prepare(root.Content[0], v)
 	if err := root.Decode(out); err != nil {
 		return lines, decodeError(file, err, byLine)
 	}
+	if err := fillElements(root.Content[0], v); err != nil {
+		return lines, decodeError(file, err, byLine)
+	}
+	derive(v)
 	return lines, nil
+}
+
+// maxExpanded bounds the nodes a document may expand to through aliases
+// (a configuration has a few thousand): record and check follow aliases,
+// so a "billion laughs" file must be refused before they run.
+const maxExpanded = 1 << 20
+
+// aliasProblem refuses an anchor that contains an alias of itself (which
+// would never end) and aliases that expand beyond maxExpanded nodes.
+func aliasProblem(file string, root *yaml.Node) error {
+	onPath := map[*yaml.Node]bool{}
+	budget := maxExpanded
+	var walk func(n *yaml.Node) error
+	walk = func(n *yaml.Node) error {
+		if budget--; budget < 0 {
+			return &Error{File: file, Line: n.Line, Msg: "aliases expand to too large a document"}
+		}
+		if onPath[n] {
+			return &Error{File: file, Line: n.Line, Msg: fmt.Sprintf("anchor %q contains an alias of itself", n.Anchor)}
+		}
+		onPath[n] = true
+		defer delete(onPath, n)
+		if n.Kind == yaml.AliasNode {
+			if n.Alias != nil {
+				return walk(n.Alias)
+			}
+			return nil
+		}
+		for _, c := range n.Content {
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(root)
 }
 
 // record remembers the line of every key path (keys), and for every line
@@ -199,32 +246,8 @@ func (c checker) check(n *yaml.Node, t reflect.Type, prefix string) {
 // fieldsOf maps yaml key → field type for a struct, following ",inline".
 func fieldsOf(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		tag := f.Tag.Get("yaml")
-		if tag == "-" {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		if slices.Contains(strings.Split(opts, ","), "inline") {
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				for k, v := range fieldsOf(ft) {
-					out[k] = v
-				}
-			}
-			continue
-		}
-		if name == "" {
-			name = strings.ToLower(f.Name) // yaml's default
-		}
-		out[name] = f.Type
+	for k, idx := range fieldIndex(t) {
+		out[k] = t.FieldByIndex(idx).Type
 	}
 	return out
 }
@@ -373,4 +396,39 @@ func friendlyType(msg string) string {
 		return fmt.Sprintf("want %s, got a %s", want, kind)
 	}
 	return fmt.Sprintf("want %s, got %s %q", want, kind, got)
+}
+
+// Locate places the problems a section's Validate returned in the file:
+// each "key: problem" (errors.Join'ed, at any depth) becomes an *Error on
+// the line of that key, or of its nearest parent the file writes ("a/b",
+// two keys at once, points at the first). A problem that does not start
+// with a key path is kept whole, on no line. Locate(file, lines, nil) is
+// nil.
+func Locate(file string, lines Lines, err error) error {
+	var out []error
+	var walk func(err error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var e *Error
+		if errors.As(err, &e) {
+			out = append(out, e)
+			return
+		}
+		key, msg, ok := strings.Cut(err.Error(), ": ")
+		if !ok || key == "" || strings.ContainsAny(key, " \t\"'") {
+			out = append(out, &Error{File: file, Msg: err.Error()})
+			return
+		}
+		first, _, _ := strings.Cut(key, "/")
+		out = append(out, &Error{File: file, Line: lines.Line(first), Key: key, Msg: msg})
+	}
+	if err != nil {
+		walk(err)
+	}
+	return errors.Join(out...)
 }

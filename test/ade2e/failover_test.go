@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 )
 
 // hangingDC is a "domain controller" that accepts TCP connections and never
@@ -56,10 +58,14 @@ func hangingDC(t *testing.T) string {
 // while the lookup goes on, and the user's next login finds it cached.
 func TestFailoverFromHangingDC(t *testing.T) {
 	t.Parallel()
-	timeout := adTimeout.String()
-	hung := newGateway(t, gwOptions{AD: map[string]any{"urls": []string{hangingDC(t), dc.URL()}, "timeout": timeout},
-		Gateway: map[string]any{"key_refusal_delay": (adTimeout + slack).String()}})
-	dead := newGateway(t, gwOptions{AD: map[string]any{"urls": []string{"ldaps://127.0.2.254:636", dc.URL()}, "timeout": timeout}})
+	dcs := func(first string) gwOptions {
+		return gwOptions{Edit: func(c *config.Config) {
+			c.Directory.AD.URLs, c.Directory.AD.Timeout = []string{first, dc.URL()}, adTimeout
+			c.Gateway.KeyRefusalDelay = adTimeout + slack
+		}}
+	}
+	hung := newGateway(t, dcs(hangingDC(t)))
+	dead := newGateway(t, dcs("ldaps://127.0.2.254:636"))
 	u := users[aliceName]
 
 	// The reference: the slower of two logins on a gateway whose first DC

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 )
 
@@ -25,7 +26,9 @@ func TestNoLockoutThroughFrontdoor(t *testing.T) {
 
 	// Every client here connects from 127.0.0.1: the account's failures
 	// from one address are its failures (user_source_failures).
-	safe := newGateway(t, gwOptions{Throttle: map[string]any{"user_failures": 2, "user_source_failures": 2, "user_window": "30m"}})
+	safe := newGateway(t, gwOptions{Edit: func(c *config.Config) {
+		c.Throttle.UserFailures, c.Throttle.UserSourceFailures, c.Throttle.UserWindow = 2, 2, 30*time.Minute
+	}})
 	victim, err := createUser(ctx, uniqueName("ade-victim"), grpNested)
 	if err != nil {
 		t.Fatal(err)

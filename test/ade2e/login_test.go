@@ -10,6 +10,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
@@ -174,7 +175,7 @@ func (e *resultError) Error() string { return e.r.String() }
 // (the AWS HyperPod AD guide's "SSHKey:" values) the same key logs in.
 func TestKeyFromAltSecurityIdentities(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t, gwOptions{AD: map[string]any{"key_attribute": "altSecurityIdentities"}})
+	g := newGateway(t, gwOptions{Edit: func(c *config.Config) { c.Directory.AD.KeyAttribute = "altSecurityIdentities" }})
 	mustLogin(t, g.keyClient(users[aliceName]), aliceName, aliceName)
 }
 

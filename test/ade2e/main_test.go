@@ -38,6 +38,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 	"github.com/frontdoor-hpc/frontdoor/test/harness/samba"
@@ -232,17 +233,14 @@ func createUser(ctx context.Context, name, group string) (*harness.User, error) 
 
 // gwOptions are what differs between the suite's gateways.
 type gwOptions struct {
-	// AD overrides keys of the directory.ad section (timeout, cache_ttl,
-	// cache_passwords, ...).
-	AD map[string]any
-	// Throttle overrides keys of the throttle section. The default is
-	// generous: every client connects from 127.0.0.1, and tests taking
-	// wrong passwords run in parallel with tests logging in.
-	Throttle map[string]any
+	// Edit changes the gateway's configuration after the suite's
+	// defaults: the DC as directory, answers cached 1s, retries every
+	// 100-500ms, and a generous throttle (every client connects from
+	// 127.0.0.1, and tests taking wrong passwords run in parallel with
+	// tests logging in).
+	Edit func(*config.Config)
 	// Rules default to one rule granting pool general to grpOuter only.
 	Rules []policy.Rule
-	// Gateway keys are merged into the gateway section.
-	Gateway map[string]any
 }
 
 // adGateway is an in-process gateway (test/harness) with the AD directory.
@@ -281,38 +279,18 @@ func startGateway(ctx context.Context, dir string, o gwOptions) (*adGateway, err
 	if rules == nil {
 		rules = []policy.Rule{{Name: ruleName, Groups: []string{grpOuter}, Pools: []string{pool}}}
 	}
-	adc := map[string]any{
-		"urls":            []string{dc.URL()},
-		"ca_file":         dc.CAFile(),
-		"base_dn":         dc.BaseDN(),
-		"bind_dn":         dc.AdminDN(),
-		"bind_password":   dc.AdminPassword(),
-		"domain":          dc.Domain(),
-		"upn_suffixes":    []string{dc.UPNSuffix()},
-		"key_attribute":   "sshPublicKey",
-		"timeout":         "5s",
-		"cache_ttl":       "1s",
-		"offline_max_age": "1h",
-		"retry_min":       "100ms",
-		"retry_max":       "500ms",
-	}
-	for k, v := range o.AD {
-		adc[k] = v
-	}
-	thr := map[string]any{
-		"user_failures":   100,
-		"source_failures": 100000,
-		// The backoff applies per source too, and every test connects
-		// from 127.0.0.1: keep it out of the way.
-		"base_delay": "1ns",
-		"max_delay":  "1ns",
-	}
-	for k, v := range o.Throttle {
-		thr[k] = v
-	}
 	hg, err := harness.StartGateway(ctx, harness.GatewayOptions{Dir: dir, Config: harness.GatewayConfig{
-		Keys: keys, Nodes: nodes, Rules: rules, GatewayExtra: o.Gateway,
-		Sections: map[string]any{"directory": map[string]any{"kind": "ad", "ad": adc}, "throttle": thr},
+		Keys: keys, Nodes: nodes, Rules: rules,
+		Edit: func(c *config.Config) {
+			c.Directory.Kind, c.Directory.AD = source.KindAD, harness.ADConfig(dc)
+			a := &c.Directory.AD
+			a.Timeout, a.CacheTTL, a.OfflineMaxAge = 5*time.Second, time.Second, time.Hour
+			a.RetryMin, a.RetryMax = 100*time.Millisecond, 500*time.Millisecond
+			harness.GenerousThrottle(&c.Throttle)
+			if o.Edit != nil {
+				o.Edit(c)
+			}
+		},
 	}})
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
@@ -24,10 +25,14 @@ const slack = 3 * time.Second
 // meets the outage; online is retried every 100-500 ms. pwCache also keeps
 // password hashes (cache_passwords).
 func outageGateways(t *testing.T) (plain, pwCache *adGateway) {
-	ad := map[string]any{"cache_ttl": "1ms", "timeout": adTimeout.String()}
-	plain = newGateway(t, gwOptions{AD: ad})
-	ad = map[string]any{"cache_ttl": "1ms", "timeout": adTimeout.String(), "cache_passwords": true}
-	pwCache = newGateway(t, gwOptions{AD: ad})
+	outage := func(cachePasswords bool) gwOptions {
+		return gwOptions{Edit: func(c *config.Config) {
+			a := &c.Directory.AD
+			a.CacheTTL, a.Timeout, a.CachePasswords = time.Millisecond, adTimeout, cachePasswords
+		}}
+	}
+	plain = newGateway(t, outage(false))
+	pwCache = newGateway(t, outage(true))
 	return plain, pwCache
 }
 

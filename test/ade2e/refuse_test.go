@@ -10,6 +10,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
@@ -259,7 +260,9 @@ func TestInjectionNamesRefused(t *testing.T) {
 func TestThrottle(t *testing.T) {
 	t.Parallel()
 	// One address (127.0.0.1): the pair's allowance is the account's.
-	g := newGateway(t, gwOptions{Throttle: map[string]any{"user_failures": 2, "user_source_failures": 2, "user_window": "10m"}})
+	g := newGateway(t, gwOptions{Edit: func(c *config.Config) {
+		c.Throttle.UserFailures, c.Throttle.UserSourceFailures, c.Throttle.UserWindow = 2, 2, 10*time.Minute
+	}})
 	for i := range 2 {
 		mustRefuse(t, g.passwordClient(t, "password", "Wrong-Passw0rd-"+string(rune('a'+i))), thrName)
 	}
@@ -294,7 +297,9 @@ func TestThrottle(t *testing.T) {
 func TestThrottleUPNAlias(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	g := newGateway(t, gwOptions{Throttle: map[string]any{"user_failures": 2, "user_source_failures": 2, "user_window": "10m"}})
+	g := newGateway(t, gwOptions{Edit: func(c *config.Config) {
+		c.Throttle.UserFailures, c.Throttle.UserSourceFailures, c.Throttle.UserWindow = 2, 2, 10*time.Minute
+	}})
 	name := uniqueName("ade-jdoe")
 	u, err := createUser(ctx, name, grpNested)
 	if err != nil {

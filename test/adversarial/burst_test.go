@@ -12,6 +12,7 @@ import (
 	"github.com/go-ldap/ldap/v3"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
 	rawssh "github.com/frontdoor-hpc/frontdoor/test/adversarial/internal/rawssh"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
@@ -39,10 +40,11 @@ func TestParallelWrongPasswordsStayUnderLockout(t *testing.T) {
 	ctx := t.Context()
 	dc.LockoutForTest(t, lockoutThreshold, 10*time.Minute)
 	victim := testActor(ctx, t, "adv-burst")
-	g := newGateway(t, gwOptions{Throttle: map[string]any{
-		"user_failures": userFailures, "user_window": "30s",
-		"source_failures": 20, "source_window": "10m",
-		"base_delay": "1s", "max_delay": "2s",
+	g := newGateway(t, gwOptions{Edit: func(c *config.Config) {
+		th := &c.Throttle
+		th.UserFailures, th.UserSourceFailures, th.UserWindow = userFailures, userFailures-1, 30*time.Second
+		th.SourceFailures, th.SourceWindow = 20, 10*time.Minute
+		th.BaseDelay, th.MaxDelay = time.Second, 2*time.Second
 	}})
 	if bad, locked := accountState(t, victim.name); bad != 0 || locked != 0 {
 		t.Fatalf("before the burst: badPwdCount %d, lockoutTime %d", bad, locked)
@@ -206,10 +208,11 @@ func TestOutageIsNotAFailedPassword(t *testing.T) {
 	const tries = 6
 	ctx := t.Context()
 	victim := testActor(ctx, t, "adv-outage")
-	g := newGateway(t, gwOptions{
-		Throttle: defaultThrottle,
-		AD:       map[string]any{"timeout": "1s", "retry_min": "500ms", "retry_max": "1m"},
-	})
+	g := newGateway(t, gwOptions{Edit: func(c *config.Config) {
+		defaultThrottle(c)
+		a := &c.Directory.AD
+		a.Timeout, a.RetryMin, a.RetryMax = time.Second, 500*time.Millisecond, time.Minute
+	}})
 	if r := tryPassword(t, g, "127.0.0.70", victim.name, victim.password); r != "" {
 		t.Fatalf("before the outage: %q", r)
 	}

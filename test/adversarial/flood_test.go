@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	rawssh "github.com/frontdoor-hpc/frontdoor/test/adversarial/internal/rawssh"
 )
 
@@ -32,13 +33,11 @@ func TestPreAuthFloodFromOneSource(t *testing.T) {
 		perSourceBurst = 20
 		loginDeadline  = 10 * time.Second
 	)
-	g := newGateway(t, gwOptions{Gateway: map[string]any{
-		"max_startups":            100,
-		"per_source_max_startups": perSourceMax,
-		"per_source_rate":         2,
-		"per_source_burst":        perSourceBurst,
-		"handshake_timeout":       "20s", // silent connections are held for the whole test
-		"auth_timeout":            "30s",
+	g := newGateway(t, gwOptions{Edit: func(c *config.Config) {
+		g := &c.Gateway
+		g.MaxStartups, g.PerSourceMaxStartups, g.PerSourceRate, g.PerSourceBurst = 100, perSourceMax, 2, perSourceBurst
+		// Silent connections are held for the whole test.
+		g.HandshakeTimeout, g.AuthTimeout = 20*time.Second, 30*time.Second
 	}})
 
 	// Open the flood; each connection reports whether the gateway

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	rawssh "github.com/frontdoor-hpc/frontdoor/test/adversarial/internal/rawssh"
 )
 
@@ -31,7 +32,10 @@ func TestThrottleMemoryCannotBeFlushed(t *testing.T) {
 	dc.LockoutForTest(t, lockoutThreshold, 10*time.Minute)
 	victim := testActor(ctx, t, "adv-flush")
 	t.Cleanup(func() { dc.Unlock(context.Background(), victim.name) })
-	g := newGateway(t, gwOptions{Throttle: map[string]any{"user_failures": userFailures, "user_window": "30m", "max_entries": 2}})
+	g := newGateway(t, gwOptions{Edit: func(c *config.Config) {
+		th := &c.Throttle
+		th.UserFailures, th.UserSourceFailures, th.UserWindow, th.MaxEntries = userFailures, userFailures-1, 30*time.Minute, 2
+	}})
 	wrong := func(src, name string) {
 		t.Helper()
 		rc := dialRaw(t, g, src)

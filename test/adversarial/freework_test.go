@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	rawssh "github.com/frontdoor-hpc/frontdoor/test/adversarial/internal/rawssh"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
@@ -45,8 +46,11 @@ func TestPreAuthWorkBounded(t *testing.T) {
 	// key_refusal_delay above the default: bob's lookups are cold, and on
 	// a loaded 2-core machine under attack they may take longer than
 	// 500 ms without being queued behind the attacker's.
-	g := newGateway(t, gwOptions{AD: map[string]any{"urls": []string{"ldaps://" + link.Addr()}, "tls_server_name": dc.Addr(),
-		"cache_ttl": "1ms", "negative_cache_ttl": "1ms"}, Gateway: map[string]any{"key_refusal_delay": "1s"}})
+	g := newGateway(t, gwOptions{Edit: func(c *config.Config) {
+		throughLink(c, link)
+		c.Directory.AD.CacheTTL, c.Directory.AD.NegativeCacheTTL = time.Millisecond, time.Millisecond
+		c.Gateway.KeyRefusalDelay = time.Second
+	}})
 	var baseline time.Duration
 	for range 3 {
 		baseline = max(baseline, timedLogin(t, g, "127.0.0.3"))

@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
 	rawssh "github.com/frontdoor-hpc/frontdoor/test/adversarial/internal/rawssh"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
 
-// defaultThrottle is the throttle section's defaults, written out: the
-// suite's own default is generous (its tests send many wrong passwords
-// from one address).
-var defaultThrottle = map[string]any{"user_failures": 3, "user_source_failures": 2, "user_window": "30m",
-	"source_failures": 20, "source_window": "10m", "base_delay": "1s", "max_delay": "1m"}
+// defaultThrottle puts back the throttle section's defaults: the suite's
+// own is generous (its tests send many wrong passwords from one address).
+func defaultThrottle(c *config.Config) { c.Throttle = throttle.DefaultConfig() }
 
 // A stranger cannot keep a researcher off password logins (issue 21,
 // "Locking a researcher out"). With the default throttle and a domain
@@ -31,7 +31,10 @@ func TestStrangerCannotLockOwnerOut(t *testing.T) {
 	ctx := t.Context()
 	dc.LockoutForTest(t, lockoutThreshold, 10*time.Minute)
 	victim := testActor(ctx, t, "adv-lockme")
-	g := newGateway(t, gwOptions{Throttle: defaultThrottle, Gateway: map[string]any{"password_refusal_delay": "200ms"}})
+	g := newGateway(t, gwOptions{Edit: func(c *config.Config) {
+		defaultThrottle(c)
+		c.Gateway.PasswordRefusalDelay = 200 * time.Millisecond
+	}})
 
 	var reasons []string
 	for i := range 8 {

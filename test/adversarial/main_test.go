@@ -26,15 +26,18 @@
 // The tests, by file: identity (one login is one identity: query/none/sign
 // and its variants), burst (parallel wrong passwords vs badPwdCount; a DC
 // outage is not a failed password), lockout (a stranger cannot keep the
-// owner off; several sources escalate), flush (BUGS.md 1), flood
-// (pre-auth flood from one source), freework (re-keying, random names,
-// noise: bounded, another source's login stays fast), speculation (node
+// owner off; several sources escalate), flush (BUGS.md 1), flood (pre-auth
+// flood from one source), freework (re-keying, random names, noise:
+// bounded, another source's login stays fast), speculation (node
 // connections before proof), principals (root, deny list, min_uid; the
 // node's own check), protocol (messages out of order, hostile names and
 // passwords), forward (malformed forwarding destinations), sessioncap,
-// timing (answers before proof do not tell an account from a made-up
-// name: Kolmogorov–Smirnov against the DC behind a slow link). Bugs found
-// are in BUGS.md.
+// timing (answers before proof do not tell an account from a made-up name:
+// Kolmogorov–Smirnov against the DC behind a slow link), userca (someone
+// who owns one gateway: its CA dropped or revoked alone, certificates
+// replayed from elsewhere, a stolen CA key bound to its gateway's address,
+// a CA key in KMS and KMS outages; on nodes of its own, 127.0.1.73-74).
+// Bugs found are in BUGS.md.
 //
 // Missing prerequisites (samba, sshd, root) fail the run loudly.
 package adversarial_test
@@ -52,6 +55,8 @@ import (
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	rawssh "github.com/frontdoor-hpc/frontdoor/test/adversarial/internal/rawssh"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
@@ -85,6 +90,7 @@ var (
 	dc     *samba.DC
 	keys   *harness.ClusterKeys
 	nodes  []harness.NodeEntry
+	bin    string // the frontdoor binary the nodes' sshd runs for principals
 	shared *harness.Gateway
 	alice  *actor
 	bob    *actor
@@ -143,7 +149,8 @@ func startNodes(ctx context.Context, stops *[]func()) error {
 	if keys, err = harness.Keys(filepath.Join(base, "keys")); err != nil {
 		return err
 	}
-	bin, rmBin, err := harness.BuildFrontdoor(ctx, filepath.Join("..", ".."))
+	var rmBin func()
+	bin, rmBin, err = harness.BuildFrontdoor(ctx, filepath.Join("..", ".."))
 	if err != nil {
 		return err
 	}
@@ -220,16 +227,19 @@ func newActor(u *harness.User) (*actor, error) {
 
 // gwOptions are what differs between the suite's gateways.
 type gwOptions struct {
-	// Throttle keys override the suite's default (generous: one source
-	// address takes many wrong passwords in these tests).
-	Throttle map[string]any
-	// Gateway and Backend keys are merged into those sections.
-	Gateway map[string]any
-	Backend map[string]any
-	// AD keys override the directory.ad section (timeout, ...).
-	AD map[string]any
+	// Edit changes the gateway's configuration after the suite's
+	// defaults: the DC as directory (answers cached 1s), a generous
+	// throttle (one source address takes many wrong passwords in these
+	// tests), a 20s connect timeout (a loaded 2-core machine).
+	Edit func(*config.Config)
 	// Rules default to one rule granting pool general to group.
 	Rules []policy.Rule
+	// Name is gateway.name (default gw1): gateways of one name share a
+	// user CA.
+	Name string
+	// Keys and Nodes default to the suite's.
+	Keys  *harness.ClusterKeys
+	Nodes []harness.NodeEntry
 }
 
 var gwCount atomic.Int32
@@ -248,39 +258,27 @@ func newGateway(t *testing.T, o gwOptions) *harness.Gateway {
 
 // startGateway starts a harness gateway whose directory is the suite's DC.
 func startGateway(ctx context.Context, dir string, o gwOptions) (*harness.Gateway, error) {
-	thr := map[string]any{"user_failures": 100, "source_failures": 100000, "base_delay": "1ns", "max_delay": "1ns"}
-	for k, v := range o.Throttle {
-		thr[k] = v
-	}
-	adc := map[string]any{
-		"urls":          []string{dc.URL()},
-		"ca_file":       dc.CAFile(),
-		"base_dn":       dc.BaseDN(),
-		"bind_dn":       dc.AdminDN(),
-		"bind_password": dc.AdminPassword(),
-		"domain":        dc.Domain(),
-		"upn_suffixes":  []string{dc.UPNSuffix()},
-		"key_attribute": "sshPublicKey",
-		"timeout":       "5s",
-		"cache_ttl":     "1s",
-	}
-	for k, v := range o.AD {
-		adc[k] = v
-	}
 	rules := o.Rules
 	if rules == nil {
 		rules = []policy.Rule{{Name: ruleName, Groups: []string{group}, Pools: []string{pool}}}
 	}
+	k, ns := keys, nodes
+	if o.Keys != nil {
+		k, ns = o.Keys, o.Nodes
+	}
 	return harness.StartGateway(ctx, harness.GatewayOptions{Dir: dir, Config: harness.GatewayConfig{
-		Keys:           keys,
-		Nodes:          nodes,
+		Name:           o.Name,
+		Keys:           k,
+		Nodes:          ns,
 		Rules:          rules,
 		ConnectTimeout: 20 * time.Second, // a loaded 2-core machine
-		GatewayExtra:   o.Gateway,
-		BackendExtra:   o.Backend,
-		Sections: map[string]any{
-			"directory": map[string]any{"kind": "ad", "ad": adc},
-			"throttle":  thr,
+		Edit: func(c *config.Config) {
+			c.Directory.Kind, c.Directory.AD = source.KindAD, harness.ADConfig(dc)
+			c.Directory.AD.Timeout, c.Directory.AD.CacheTTL = 5*time.Second, time.Second
+			harness.GenerousThrottle(&c.Throttle)
+			if o.Edit != nil {
+				o.Edit(c)
+			}
 		},
 	}})
 }

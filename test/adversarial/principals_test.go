@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	rawssh "github.com/frontdoor-hpc/frontdoor/test/adversarial/internal/rawssh"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
@@ -41,7 +42,7 @@ func TestSystemPrincipalsRefused(t *testing.T) {
 	}
 
 	strict := newGateway(t, gwOptions{}) // defaults: min_uid 1000, deny list
-	loose := newGateway(t, gwOptions{Backend: map[string]any{"deny_principals": []string{}, "min_uid": 0}})
+	loose := newGateway(t, gwOptions{Edit: func(c *config.Config) { c.Backend.DenyPrincipals, c.Backend.MinUID = []string{}, 0 }})
 	for _, tt := range []struct {
 		gw     string
 		g      *harness.Gateway
@@ -59,7 +60,7 @@ func TestSystemPrincipalsRefused(t *testing.T) {
 		{"loose", loose, "Root", root, "principal root is never allowed", "denied"},
 		// The gateway lets it through; login1 and login2 refuse the
 		// certificate: the node's own lock.
-		{"loose", loose, low.name, low, "refused the login certificate", "fail"},
+		{"loose", loose, low.name, low, "refused the login certificate", audit.ResultError},
 	} {
 		t.Run(tt.gw+"/"+tt.login, func(t *testing.T) {
 			before := len(audits(t, tt.g))

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	rawssh "github.com/frontdoor-hpc/frontdoor/test/adversarial/internal/rawssh"
 )
 
@@ -31,10 +32,10 @@ func TestSpeculationBounded(t *testing.T) {
 		sources     = 12
 		perSource   = 3
 	)
-	g := newGateway(t, gwOptions{
-		Gateway: map[string]any{"per_source_max_startups": perSource + 1, "max_startups": 200},
-		Backend: map[string]any{"speculative_max": specMax, "speculative_per_node": specPerNode},
-	})
+	g := newGateway(t, gwOptions{Edit: func(c *config.Config) {
+		c.Gateway.PerSourceMaxStartups, c.Gateway.MaxStartups = perSource+1, 200
+		c.Backend.SpeculativeMax, c.Backend.SpeculativePerNode = specMax, specPerNode
+	}})
 	base := nodeConns(t)
 	var held []*rawssh.RawConn
 	for s := range sources {

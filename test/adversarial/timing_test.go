@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
 	rawssh "github.com/frontdoor-hpc/frontdoor/test/adversarial/internal/rawssh"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
@@ -75,17 +76,18 @@ func TestRefusalTimingIndependent(t *testing.T) {
 		t.Fatalf("the directory itself does not tell the names apart through the link: the test below could not fail")
 	}
 
-	opts := func(l *slowlink.Link, cacheTTL string) gwOptions {
-		return gwOptions{
-			AD: map[string]any{"urls": []string{"ldaps://" + l.Addr()}, "tls_server_name": dc.Addr(), "cache_ttl": cacheTTL,
-				"negative_cache_ttl": "1ms", "pool_size": 8},
-			Gateway:  map[string]any{"max_lookups": 8},
-			Throttle: map[string]any{"user_failures": 100000, "source_failures": 100000},
-		}
+	opts := func(l *slowlink.Link, cacheTTL time.Duration) gwOptions {
+		return gwOptions{Edit: func(c *config.Config) {
+			throughLink(c, l)
+			a := &c.Directory.AD
+			a.CacheTTL, a.NegativeCacheTTL, a.PoolSize = cacheTTL, time.Millisecond, 8
+			c.Gateway.MaxLookups = 8
+			c.Throttle.UserFailures, c.Throttle.UserSourceFailures, c.Throttle.SourceFailures = 100000, 100000, 100000
+		}}
 	}
-	cold := newGateway(t, opts(link, "1ms"))
-	cached := newGateway(t, opts(link, "10m"))
-	verySlow := newGateway(t, opts(slowLink, "1ms"))
+	cold := newGateway(t, opts(link, time.Millisecond))
+	cached := newGateway(t, opts(link, 10*time.Minute))
+	verySlow := newGateway(t, opts(slowLink, time.Millisecond))
 	cfg := cold.Config().Gateway
 	keyDelay, pwDelay := cfg.KeyRefusalDelay, cfg.PasswordRefusalDelay
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
@@ -227,13 +229,20 @@ func dcLink(t *testing.T, delay time.Duration) *slowlink.Link {
 	return l
 }
 
+// throughLink points c's directory at the suite's DC through l.
+func throughLink(c *config.Config, l *slowlink.Link) {
+	a := &c.Directory.AD
+	a.URLs, a.TLSServerName = []string{"ldaps://" + l.Addr()}, dc.Addr()
+}
+
 // linkedDirectory is the gateways' AD directory reached through l, with
 // nothing cached.
 func linkedDirectory(t *testing.T, l *slowlink.Link) *ad.Directory {
 	t.Helper()
-	d, err := ad.New(ad.Config{URLs: []string{"ldaps://" + l.Addr()}, TLSServerName: dc.Addr(), CAFile: dc.CAFile(),
-		BaseDN: dc.BaseDN(), BindDN: dc.AdminDN(), BindPassword: dc.AdminPassword(), Domain: dc.Domain(),
-		CacheTTL: time.Millisecond, NegativeCacheTTL: time.Millisecond}, slog.New(slog.DiscardHandler))
+	c := harness.ADConfig(dc)
+	c.URLs, c.TLSServerName = []string{"ldaps://" + l.Addr()}, dc.Addr()
+	c.CacheTTL, c.NegativeCacheTTL = time.Millisecond, time.Millisecond
+	d, err := ad.New(c, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

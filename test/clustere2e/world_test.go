@@ -24,6 +24,8 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/discovery"
 	"github.com/frontdoor-hpc/frontdoor/internal/discovery/discoverytest"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
@@ -93,18 +95,22 @@ type loginNode struct {
 
 // gw is one gateway process. Its addresses stay the same across a restart.
 type gw struct {
-	name       string
-	sshAddr    string
-	admin      string // the admin API's Unix socket
+	name    string
+	sshAddr string
+	admin   string // the admin API's Unix socket
+	// gossipAddr is where agents send health (bind_port); poolAddr the
+	// gateways' own pool (gateway_port).
 	gossipAddr string
+	poolAddr   string
 	cfg        string
 	log        string
 	proc       *proc
 }
 
-// Cluster timings for every member: the LAN defaults for failure detection
-// (DefaultConfig: probe 500 ms, suspicion ×2), which the dead-node bound is
-// about, and faster repair paths so a lost packet costs a test little.
+// Cluster timings for every member: the defaults for liveness (agents'
+// heartbeat 1 s, a node dead after node_dead_after 4 s without one; the
+// gateways' pool probes every 1 s), which the dead-node bound is about,
+// and faster repair paths so a lost packet costs a test little.
 var clusterTimings = map[string]any{
 	"push_pull_interval":    "2s",
 	"gateway_sync_interval": "500ms",
@@ -138,6 +144,10 @@ func newWorld(t *testing.T, loads ...float64) *world {
 type worldOpts struct {
 	// route is the gateways' route section (stale_after, sticky_for, ...).
 	route map[string]any
+	// cluster adds keys to the gateways' cluster section (liar_penalty, ...).
+	cluster map[string]any
+	// throttle is the gateways' throttle section.
+	throttle map[string]any
 	// connectTimeout is backend.connect_timeout (default 10 s: generous
 	// for sshd's fork and key exchange on a loaded 2-core machine).
 	connectTimeout time.Duration
@@ -211,7 +221,8 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 	// Gateways: each joins the other, so either can be restarted alone.
 	for i := range 2 {
 		g := &gw{name: fmt.Sprintf("gw%d", i+1), sshAddr: freeAddr(t, "127.0.0.1"),
-			admin: filepath.Join(dir, fmt.Sprintf("gw%d", i+1), "admin.sock"), gossipAddr: freeAddr(t, "127.0.0.1")}
+			admin: filepath.Join(dir, fmt.Sprintf("gw%d", i+1), "admin.sock"), gossipAddr: freeAddr(t, "127.0.0.1"),
+			poolAddr: freeAddr(t, "127.0.0.1")}
 		w.gws = append(w.gws, g)
 	}
 	if o.connectTimeout == 0 {
@@ -231,9 +242,14 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 			if gc.Rules == nil {
 				gc.Rules = []policy.Rule{{Name: "everyone", Groups: []string{"*"}, Pools: []string{"general"}}}
 			}
-			gc.Sections = map[string]any{"discovery": map[string]any{"kind": "hyperpod", "cluster": "ml-cluster",
-				"region": "us-west-2", "endpoint": w.fake.URL, "refresh_interval": "1s", "jitter": 0, "ssh_port": discoveredPort,
-				"instance_groups": []map[string]any{{"name": "login", "pool": "general"}}}}
+			fakeURL := w.fake.URL
+			gc.Edit = func(c *config.Config) {
+				d := discovery.DefaultConfig()
+				d.Kind, d.Cluster, d.Region, d.Endpoint = "hyperpod", "ml-cluster", "us-west-2", fakeURL
+				d.RefreshInterval, d.Jitter, d.SSHPort = time.Second, 0, discoveredPort
+				d.InstanceGroups = []discovery.InstanceGroup{{Name: "login", Pool: "general"}}
+				c.Discovery = &d
+			}
 		}
 		cfg, err := harness.WriteGatewayConfig(gdir, gc)
 		if err != nil {
@@ -243,9 +259,18 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 		p, _ := strconv.Atoi(port)
 		cs := w.clusterSection(g.name, host, p, []string{w.gws[1-i].gossipAddr})
 		cs["gateway_keys"] = []string{w.gatewayKey}
+		_, poolPort, _ := net.SplitHostPort(g.poolAddr)
+		cs["gateway_port"], _ = strconv.Atoi(poolPort)
+		cs["gateway_join"] = []string{w.gws[1-i].poolAddr}
+		for k, v := range o.cluster {
+			cs[k] = v
+		}
 		patch := map[string]any{"cluster": cs}
 		if o.route != nil {
 			patch["route"] = o.route
+		}
+		if o.throttle != nil {
+			patch["throttle"] = o.throttle
 		}
 		if err := harness.PatchConfig(cfg, patch); err != nil {
 			t.Fatal(err)
@@ -439,6 +464,9 @@ type nodeInfo struct {
 	NoAgent        bool      `json:"no_agent"`
 	NotTaking      string    `json:"not_taking"`
 	Score          float64   `json:"score"`
+	Users          int       `json:"users"`
+	Lied           bool      `json:"lied"`
+	Warnings       []string  `json:"warnings"`
 }
 
 // view is a gateway's /v1/nodes by node name.
@@ -452,6 +480,8 @@ func (v view) usable(node string) error {
 		return fmt.Errorf("%s: unknown", node)
 	case !n.Alive:
 		return fmt.Errorf("%s: not alive", node)
+	case n.Lied:
+		return fmt.Errorf("%s: its agent lied", node)
 	case !n.SSHDUp:
 		return fmt.Errorf("%s: sshd down", node)
 	case n.Draining:

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/discovery"
 	"github.com/frontdoor-hpc/frontdoor/internal/discovery/discoverytest"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
@@ -42,11 +44,15 @@ func TestDiscoveredNodes(t *testing.T) {
 	}
 	g, err := harness.StartGateway(ctx, harness.GatewayOptions{Dir: dir, Config: harness.GatewayConfig{
 		Name: "gw-discovery", Keys: keys, UsersFile: usersFile,
-		Rules:        []policy.Rule{{Name: "everyone", Groups: []string{"*"}, Pools: []string{"general"}}},
-		BackendExtra: map[string]any{"known_hosts": []string{kh}},
-		Sections: map[string]any{"discovery": map[string]any{"kind": "hyperpod", "cluster": "ml-cluster", "region": "us-west-2",
-			"endpoint": fake.URL, "refresh_interval": "1s", "jitter": 0, "ssh_port": login1.Port(),
-			"instance_groups": []map[string]any{{"name": "login-group", "pool": "general"}}}},
+		Rules: []policy.Rule{{Name: "everyone", Groups: []string{"*"}, Pools: []string{"general"}}},
+		Edit: func(c *config.Config) {
+			c.Backend.KnownHosts = []string{kh}
+			d := discovery.DefaultConfig()
+			d.Kind, d.Cluster, d.Region, d.Endpoint = "hyperpod", "ml-cluster", "us-west-2", fake.URL
+			d.RefreshInterval, d.Jitter, d.SSHPort = time.Second, 0, login1.Port()
+			d.InstanceGroups = []discovery.InstanceGroup{{Name: "login-group", Pool: "general"}}
+			c.Discovery = &d
+		},
 	}})
 	if err != nil {
 		t.Fatal(err)

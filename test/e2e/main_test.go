@@ -29,6 +29,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
@@ -207,9 +208,11 @@ func setup(ctx context.Context, stops *[]func()) error {
 			// The load test is 200 users arriving at once from one
 			// address, like a campus behind one NAT: exempt it from
 			// the per-source limits (test/adversarial checks those).
-			GatewayExtra: map[string]any{"admission_exempt": []string{"127.0.0.0/8"}, "max_startups": 1000},
-			Nodes:        []harness.NodeEntry{login1.Entry("general"), login2.Entry("general"), bad, impostor},
-			UsersFile:    usersFile,
+			Edit: func(c *config.Config) {
+				c.Gateway.AdmissionExempt, c.Gateway.MaxStartups = []string{"127.0.0.0/8"}, 1000
+			},
+			Nodes:     []harness.NodeEntry{login1.Entry("general"), login2.Entry("general"), bad, impostor},
+			UsersFile: usersFile,
 			Rules: []policy.Rule{
 				{Name: "suspended", Groups: []string{"suspended"}, Deny: true, Message: "your access is suspended; mail hpc-help@example.edu"},
 				{Name: "gpu-lab", Groups: []string{"gpu-lab"}, Pools: []string{"general"}, IdleTimeout: idleTimeout, IdleWarning: idleTimeout / 2,

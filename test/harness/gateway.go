@@ -3,6 +3,7 @@ package harness
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -12,58 +13,24 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/assembly"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
-	"github.com/frontdoor-hpc/frontdoor/internal/ca"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
+	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
+	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf"
 )
-
-// ClusterKeys are the keys every gateway of a cluster shares: the SSH host
-// key clients see and the user CA login nodes trust.
-type ClusterKeys struct {
-	HostKey       string        // private host key file
-	HostPublicKey ssh.PublicKey // what clients put in known_hosts
-	UserCAKey     string        // private user CA file (gateway.user_ca_key)
-	UserCAPub     string        // public user CA file (sshd TrustedUserCAKeys)
-}
-
-// Keys creates the cluster keys in dir, or loads them if they are there.
-func Keys(dir string) (*ClusterKeys, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("harness: %w", err)
-	}
-	k := &ClusterKeys{
-		HostKey:   filepath.Join(dir, "host_ed25519"),
-		UserCAKey: filepath.Join(dir, "user_ca"),
-		UserCAPub: filepath.Join(dir, "user_ca.pub"),
-	}
-	for _, p := range []struct{ path, comment string }{
-		{k.HostKey, "frontdoor-host"},
-		{k.UserCAKey, "frontdoor-user-ca"},
-	} {
-		if _, err := os.Stat(p.path); errors.Is(err, os.ErrNotExist) {
-			if _, err := ca.GenerateKeyFile(p.path, p.comment); err != nil {
-				return nil, fmt.Errorf("harness: %w", err)
-			}
-		}
-	}
-	s, err := ca.LoadSigner(k.HostKey)
-	if err != nil {
-		return nil, fmt.Errorf("harness: %w", err)
-	}
-	k.HostPublicKey = s.PublicKey()
-	return k, nil
-}
 
 // NodeEntry is one login node in a gateway configuration, with the
 // known_hosts line the gateway verifies it with (by node name).
@@ -82,11 +49,15 @@ func (n *Node) Entry(pool string) NodeEntry {
 }
 
 // GatewayConfig is what the harness needs to write a gateway configuration.
+// The harness starts from config.DefaultConfig, fills in what a test
+// gateway needs (the fields below), lets Edit change anything else on the
+// real types, and writes the file with yamlconf.Encode; the gateway then
+// loads it with config.Load, as the binary does.
 type GatewayConfig struct {
 	// Name is gateway.name (default "gw1").
 	Name string
-	// Listen is gateway.listen (default "127.0.0.1:0"; StartGateway listens
-	// itself and ignores it).
+	// Listen is gateway.listen (default "127.0.0.1:0": the assembly binds
+	// a free port, Addr says which).
 	Listen string
 	// AdminSocket is gateway.admin_socket: default DIR/admin.sock (never
 	// the system's /run/frontdoor, which gateways of one test would share;
@@ -94,13 +65,18 @@ type GatewayConfig struct {
 	// socket); "off" for none. Tests reach it with AdminGet.
 	AdminSocket string
 	// AdminListen is gateway.admin_listen (default: none). TCP needs
-	// authentication: AdminTokenFile (see WriteAdminTokens), or TLS keys in
-	// GatewayExtra.
+	// authentication: AdminTokenFile (see WriteAdminTokens), or TLS files
+	// set in Edit.
 	AdminListen    string
 	AdminTokenFile string
-	Keys           *ClusterKeys
-	Nodes          []NodeEntry
-	// UsersFile is the static directory's users file (see WriteUsersFile).
+	// Keys are the cluster's keys: the gateway presents Keys.HostKey and
+	// signs with a user CA of its own, Keys.GatewayCA(Name), which the
+	// nodes trust (Edit may point gateway.user_ca_key elsewhere, or set
+	// user_ca_kms).
+	Keys  *ClusterKeys
+	Nodes []NodeEntry
+	// UsersFile is the static directory's users file (see WriteUsersFile);
+	// Edit may set another directory instead.
 	UsersFile string
 	// Rules are the policy rules; default one rule "everyone" granting
 	// every pool of Nodes to everyone, default forwarding.
@@ -110,62 +86,49 @@ type GatewayConfig struct {
 	Banner    string
 	// LogLevel is log.level (default "debug").
 	LogLevel string
-	// ConnectTimeout is backend.connect_timeout (default 5s).
+	// ConnectTimeout is backend.connect_timeout (default: the config's).
 	ConnectTimeout time.Duration
 	// MaxAttempts is backend.max_attempts (default: the config's).
 	MaxAttempts int
-	// GatewayExtra and BackendExtra are merged into the gateway and
-	// backend sections (e.g. admission limits, backend.min_uid).
-	GatewayExtra map[string]any
-	BackendExtra map[string]any
-	// Sections add or replace whole top-level sections (e.g. "slurm", or
-	// "directory" for an AD directory instead of the static one).
-	Sections map[string]any
 	// RefusalMessage is policy.refusal_message.
 	RefusalMessage string
 	// ExtraKnownHosts are further lines of the backend known_hosts (nodes
 	// that discovery, not Nodes, brings).
 	ExtraKnownHosts []string
+	// Edit, if set, changes the configuration after the harness filled it
+	// in (admission limits, a directory or slurm section, ...).
+	Edit func(*config.Config)
 }
 
-// WriteGatewayConfig writes DIR/gateway.yaml and the backend known_hosts
-// file DIR/nodes_known_hosts for c, and returns the configuration's path.
-func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
-	if _, ok := c.Sections["directory"]; c.Keys == nil || (c.UsersFile == "" && !ok) {
-		return "", errors.New("harness: GatewayConfig needs Keys and UsersFile (or a directory section)")
+// GatewayConfigFor is the configuration WriteGatewayConfig writes for c in
+// dir (it writes the backend known_hosts file DIR/nodes_known_hosts).
+func GatewayConfigFor(dir string, c GatewayConfig) (*config.Config, error) {
+	if c.Keys == nil {
+		return nil, errors.New("harness: GatewayConfig needs Keys")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("harness: %w", err)
+		return nil, fmt.Errorf("harness: %w", err)
 	}
-	if c.Name == "" {
-		c.Name = "gw1"
+	cfg := config.DefaultConfig()
+	g := &cfg.Gateway
+	g.Name, g.Listen = cmp.Or(c.Name, "gw1"), cmp.Or(c.Listen, "127.0.0.1:0")
+	g.HostKeys = []string{c.Keys.HostKey}
+	// Each gateway its own user CA, which the nodes trust with the others.
+	var err error
+	if g.UserCAKey, err = c.Keys.GatewayCA(g.Name); err != nil {
+		return nil, err
 	}
-	if c.Listen == "" {
-		c.Listen = "127.0.0.1:0"
-	}
-	if c.AuditFile == "" {
-		c.AuditFile = filepath.Join(dir, "audit.jsonl")
-	}
-	if c.LogLevel == "" {
-		c.LogLevel = "debug"
-	}
+	g.AdminSocket = cmp.Or(c.AdminSocket, defaultAdminSocket(dir))
+	g.AdminListen, g.AdminTokenFile, g.Banner = c.AdminListen, c.AdminTokenFile, c.Banner
 	var kh strings.Builder
-	type node struct {
-		Name string `yaml:"name"`
-		Addr string `yaml:"addr"`
-		Pool string `yaml:"pool"`
-	}
-	var nodes []node
-	pools := []string{}
+	var pools []string
 	for _, n := range c.Nodes {
-		if n.Pool == "" {
-			n.Pool = "default"
-		}
-		nodes = append(nodes, node{n.Name, n.Addr, n.Pool})
+		n.Pool = cmp.Or(n.Pool, node.DefaultPool)
+		cfg.Nodes = append(cfg.Nodes, node.Node{Name: n.Name, Addr: n.Addr, Pool: n.Pool})
 		if n.KnownHosts != "" {
 			kh.WriteString(strings.TrimSpace(n.KnownHosts) + "\n")
 		}
-		if !contains(pools, n.Pool) {
+		if !slices.Contains(pools, n.Pool) {
 			pools = append(pools, n.Pool)
 		}
 	}
@@ -174,90 +137,48 @@ func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
 	}
 	knownHosts := filepath.Join(dir, "nodes_known_hosts")
 	if err := os.WriteFile(knownHosts, []byte(kh.String()), 0o644); err != nil {
-		return "", fmt.Errorf("harness: %w", err)
+		return nil, fmt.Errorf("harness: %w", err)
 	}
-	if c.Rules == nil {
-		c.Rules = []policy.Rule{{Name: "everyone", Groups: []string{"*"}, Pools: pools}}
-	}
-	type rule struct {
-		Name        string        `yaml:"name,omitempty"`
-		Users       []string      `yaml:"users,omitempty"`
-		Groups      []string      `yaml:"groups,omitempty"`
-		Deny        bool          `yaml:"deny,omitempty"`
-		Message     string        `yaml:"message,omitempty"`
-		Pools       []string      `yaml:"pools,omitempty"`
-		Forwarding  *[]string     `yaml:"forwarding,omitempty"` // nil: the default; empty: none
-		ForwardTo   []string      `yaml:"forward_to,omitempty"`
-		MaxSessions int           `yaml:"max_sessions,omitempty"`
-		IdleTimeout string        `yaml:"idle_timeout,omitempty"`
-		IdleWarning string        `yaml:"idle_warning,omitempty"`
-		Slurm       *policy.Slurm `yaml:"slurm,omitempty"`
-	}
-	var rules []rule
-	for _, r := range c.Rules {
-		y := rule{Name: r.Name, Users: r.Users, Groups: r.Groups, Deny: r.Deny, Message: r.Message, Pools: r.Pools,
-			ForwardTo: r.ForwardTo, MaxSessions: r.MaxSessions, Slurm: r.Slurm}
-		if r.Forwarding != nil {
-			f := r.Forwarding
-			y.Forwarding = &f
-		}
-		if r.IdleTimeout > 0 {
-			y.IdleTimeout = r.IdleTimeout.String()
-		}
-		if r.IdleWarning > 0 {
-			y.IdleWarning = r.IdleWarning.String()
-		}
-		rules = append(rules, y)
-	}
-	backend := map[string]any{"known_hosts": []string{knownHosts}}
+	cfg.Backend.KnownHosts = []string{knownHosts}
 	if c.ConnectTimeout > 0 {
-		backend["connect_timeout"] = c.ConnectTimeout.String()
+		cfg.Backend.ConnectTimeout = c.ConnectTimeout
 	}
 	if c.MaxAttempts > 0 {
-		backend["max_attempts"] = c.MaxAttempts
+		cfg.Backend.MaxAttempts = c.MaxAttempts
 	}
-	gw := map[string]any{
-		"name":        c.Name,
-		"listen":      c.Listen,
-		"host_keys":   []string{c.Keys.HostKey},
-		"user_ca_key": c.Keys.UserCAKey,
+	cfg.Directory.Kind, cfg.Directory.Static.File = source.KindStatic, c.UsersFile
+	cfg.Policy.Rules = c.Rules
+	if cfg.Policy.Rules == nil {
+		cfg.Policy.Rules = []policy.Rule{{Name: "everyone", Groups: []string{"*"}, Pools: pools}}
 	}
-	if c.AdminSocket == "" {
-		c.AdminSocket = defaultAdminSocket(dir)
+	if c.RefusalMessage != "" {
+		cfg.Policy.RefusalMessage = c.RefusalMessage
 	}
-	gw["admin_socket"] = c.AdminSocket
-	if c.AdminListen != "" {
-		gw["admin_listen"] = c.AdminListen
+	cfg.Audit.File = cmp.Or(c.AuditFile, filepath.Join(dir, "audit.jsonl"))
+	cfg.Log.Level, cfg.Log.Format = cmp.Or(c.LogLevel, "debug"), "json"
+	if c.Edit != nil {
+		c.Edit(&cfg)
 	}
-	if c.AdminTokenFile != "" {
-		gw["admin_token_file"] = c.AdminTokenFile
-	}
-	if c.Banner != "" {
-		gw["banner"] = c.Banner
-	}
-	for k, v := range c.GatewayExtra {
-		gw[k] = v
-	}
-	for k, v := range c.BackendExtra {
-		backend[k] = v
-	}
-	doc := map[string]any{
-		"gateway":   gw,
-		"backend":   backend,
-		"directory": map[string]any{"kind": "static", "static": map[string]any{"file": c.UsersFile}},
-		"nodes":     nodes,
-		"policy":    policySection(rules, c.RefusalMessage),
-		"audit":     map[string]any{"file": c.AuditFile},
-		"log":       map[string]any{"level": c.LogLevel, "format": "json"},
-	}
-	for k, v := range c.Sections {
-		doc[k] = v
-	}
-	b, err := yaml.Marshal(doc)
+	return &cfg, nil
+}
+
+// WriteGatewayConfig writes DIR/gateway.yaml (and the backend known_hosts
+// file DIR/nodes_known_hosts) for c, and returns the configuration's path.
+func WriteGatewayConfig(dir string, c GatewayConfig) (string, error) {
+	cfg, err := GatewayConfigFor(dir, c)
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, "gateway.yaml")
+	return WriteConfig(filepath.Join(dir, "gateway.yaml"), cfg)
+}
+
+// WriteConfig writes cfg (a gateway configuration built with the real
+// types) to path, as a file config.Load reads back into the same value.
+func WriteConfig(path string, cfg *config.Config) (string, error) {
+	b, err := yamlconf.Encode(cfg)
+	if err != nil {
+		return "", fmt.Errorf("harness: %w", err)
+	}
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		return "", fmt.Errorf("harness: %w", err)
 	}
@@ -274,23 +195,6 @@ func defaultAdminSocket(dir string) string {
 	}
 	sum := sha256.Sum256([]byte(dir))
 	return filepath.Join(os.TempDir(), fmt.Sprintf("frontdoor-admin-%x", sum[:6]), "admin.sock")
-}
-
-func policySection(rules any, refusal string) map[string]any {
-	p := map[string]any{"rules": rules}
-	if refusal != "" {
-		p["refusal_message"] = refusal
-	}
-	return p
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // GatewayOptions describe an in-process gateway.
@@ -505,4 +409,12 @@ func ReadAudit(path string) ([]audit.Event, error) {
 		evs = append(evs, e)
 	}
 	return evs, nil
+}
+
+// GenerousThrottle keeps the password throttle out of the way of tests
+// whose clients all connect from 127.0.0.1 and take wrong passwords on
+// purpose: a hundred failures per account, no per-source backoff.
+func GenerousThrottle(t *throttle.Config) {
+	t.UserFailures, t.UserSourceFailures, t.SourceFailures = 100, 100, 100000
+	t.BaseDelay, t.MaxDelay = time.Nanosecond, time.Nanosecond
 }

@@ -1,15 +1,19 @@
 package harness
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
 	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
+	"github.com/frontdoor-hpc/frontdoor/internal/slurm"
 )
 
 // TestWriteGatewayConfigLoads: what the harness writes is a configuration
@@ -68,6 +72,53 @@ func TestWriteGatewayConfigLoads(t *testing.T) {
 	}
 	if cfg, err = config.Load(path); err != nil || len(cfg.Gateway.AdminSocket) > config.MaxSocketPath {
 		t.Fatalf("deep directory: %v %q", err, cfg.Gateway.AdminSocket)
+	}
+}
+
+// What the harness writes from the real types, config.Load reads back as
+// the same configuration (a second write of it is the same file).
+func TestGatewayConfigRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	keys, err := Keys(filepath.Join(dir, "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := WriteGatewayConfig(filepath.Join(dir, "gw"), GatewayConfig{Keys: keys, UsersFile: filepath.Join(dir, "users.yaml"),
+		Nodes: []NodeEntry{{Name: "n1", Addr: "127.0.1.9:2222"}},
+		Edit: func(c *config.Config) {
+			c.Gateway.MaxStartups, c.Gateway.AuthTimeout = 7, 9*time.Second
+			c.Backend.DenyPrincipals = []string{}
+			sl := slurm.DefaultConfig()
+			sl.Partitions = []string{"general"}
+			c.Slurm = &sl
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Gateway.MaxStartups != 7 || cfg.Gateway.AuthTimeout != 9*time.Second || cfg.Slurm == nil || cfg.Cluster != nil ||
+		cfg.Backend.DenyPrincipals == nil || len(cfg.Backend.DenyPrincipals) != 0 {
+		t.Fatalf("loaded %+v %+v %+v", cfg.Gateway, cfg.Backend, cfg.Slurm)
+	}
+	// Loading fills in derived defaults (handshake_timeout from
+	// auth_timeout, ...); from then on, writing and loading change nothing.
+	var files []string
+	for i := range 2 {
+		p, err := WriteConfig(filepath.Join(dir, fmt.Sprintf("again%d.yaml", i)), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(p)
+		files = append(files, string(b))
+		if cfg, err = config.Load(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if files[0] != files[1] {
+		t.Fatalf("a loaded configuration writes another file:\n%s\n---\n%s", files[0], files[1])
 	}
 }
 

@@ -110,8 +110,10 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "FAIL: slurme2e: populate:", err)
 		return 1
 	}
-	cfg := ad.Config{URLs: []string{dc.URL()}, BaseDN: dc.BaseDN(), BindDN: dc.AdminDN(), BindPassword: dc.AdminPassword(),
-		CAFile: dc.CAFile(), Domain: dc.Domain()}.Defaults()
+	cfg := ad.DefaultConfig()
+	cfg.URLs, cfg.BaseDN, cfg.BindDN, cfg.BindPassword = []string{dc.URL()}, dc.BaseDN(), dc.AdminDN(), dc.AdminPassword()
+	cfg.CAFile, cfg.Domain = dc.CAFile(), dc.Domain()
+	cfg.Derive()
 	if dir, err = ad.New(cfg, slog.New(slog.DiscardHandler)); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: slurme2e: directory:", err)
 		return 1

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurm"
 	"github.com/frontdoor-hpc/frontdoor/internal/slurmsync"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
@@ -272,10 +274,11 @@ func TestCLI(t *testing.T) {
 	pol := thePolicy()
 	path, err := harness.WriteGatewayConfig(d, harness.GatewayConfig{Keys: keys, UsersFile: filepath.Join(d, "unused.yaml"),
 		Nodes: []harness.NodeEntry{{Name: "login1", Addr: "127.0.0.1:22", Pool: "general"}}, Rules: pol.Rules,
-		Sections: map[string]any{
-			"directory": map[string]any{"kind": "ad", "ad": map[string]any{"urls": []string{dc.URL()}, "ca_file": dc.CAFile(),
-				"base_dn": dc.BaseDN(), "bind_dn": dc.AdminDN(), "bind_password": dc.AdminPassword(), "domain": dc.Domain()}},
-			"slurm": map[string]any{"conf": cl.Conf(), "partitions": []string{slurmh.PartitionGeneral, slurmh.PartitionH100}},
+		Edit: func(c *config.Config) {
+			c.Directory.Kind, c.Directory.AD = source.KindAD, harness.ADConfig(dc)
+			sl := slurm.DefaultConfig()
+			sl.Conf, sl.Partitions = cl.Conf(), []string{slurmh.PartitionGeneral, slurmh.PartitionH100}
+			c.Slurm = &sl
 		}})
 	if err != nil {
 		t.Fatal(err)

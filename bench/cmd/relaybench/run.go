@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
 
@@ -270,13 +271,13 @@ func (b *bench) startGateway(ctx context.Context, name, bin, usersFile string, e
 	g := &gatewayProc{addr: fmt.Sprintf("127.0.0.1:%d", port), admin: filepath.Join(b.dir, name, "admin.sock")}
 	cfgPath, err := harness.WriteGatewayConfig(filepath.Join(b.dir, name), harness.GatewayConfig{
 		Listen: g.addr, AdminSocket: g.admin,
-		GatewayExtra: map[string]any{
-			"admin_pprof":     true, // profiles, and liveMemory forces GCs through it
-			"max_connections": 20000,
+		Edit: func(c *config.Config) {
+			g := &c.Gateway
+			g.AdminPprof = true // profiles, and liveMemory forces GCs through it
+			g.MaxConnections = 20000
 			// Thousands of logins from 127.0.0.1: admission control is not
 			// what is measured.
-			"admission_exempt": []string{"127.0.0.0/8"},
-			"max_startups":     1000,
+			g.AdmissionExempt, g.MaxStartups = []string{"127.0.0.0/8"}, 1000
 		},
 		Keys: b.keys, Nodes: []harness.NodeEntry{b.node.Entry("general")}, UsersFile: usersFile, LogLevel: "warn",
 	})

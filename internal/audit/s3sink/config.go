@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // Config is the `audit.s3:` section of the gateway configuration.
@@ -13,7 +15,9 @@ type Config struct {
 	// Bucket receives the audit objects.
 	Bucket string `yaml:"bucket"`
 	// Prefix is the key prefix: objects are
-	// PREFIX/yyyy/mm/dd/GATEWAY-SEQ.jsonl.gz. Default "audit".
+	// PREFIX/GATEWAY/yyyy/mm/dd/CHAIN-SEQ.jsonl.gz (docs/audit.md), and each
+	// gateway's IAM policy should allow it PREFIX/GATEWAY/* only. Leading
+	// and trailing '/' are dropped.
 	Prefix string `yaml:"prefix"`
 	// Region is the bucket's region. Default: the SDK's chain (AWS_REGION,
 	// the profile).
@@ -30,58 +34,60 @@ type Config struct {
 	// KMSKeyID is the KMS key (ID, ARN or alias) for sse aws:kms; empty
 	// uses the account's aws/s3 key.
 	KMSKeyID string `yaml:"kms_key_id"`
-	// BatchMaxEvents closes a batch after this many events. Default 1000.
+	// BatchMaxEvents closes a batch after this many events, 1 to 1000000.
 	BatchMaxEvents int `yaml:"batch_max_events"`
 	// BatchMaxAge closes a batch this long after its first event, so
-	// records reach the bucket within about this time. Default 1m.
+	// records reach the bucket within about this time; 10ms to 24h.
 	BatchMaxAge time.Duration `yaml:"batch_max_age"`
 	// SpoolDir holds batches until they are uploaded, across restarts and
-	// crashes; it must be persistent and private to this gateway.
-	// Default /var/lib/frontdoor/audit-s3 (the systemd unit's
-	// StateDirectory, writable under ProtectSystem=strict).
+	// crashes; it must be persistent and private to this gateway. The
+	// default is the systemd unit's StateDirectory, writable under
+	// ProtectSystem=strict.
 	SpoolDir string `yaml:"spool_dir"`
-	// SpoolMaxBytes caps the spool. When it is full, new events are
-	// dropped (counted in frontdoor_audit_s3_dropped_events_total and
-	// logged as errors) until uploads make room; the audit file, if
-	// configured, still has them. Default 1 GiB.
+	// SpoolMaxBytes caps the spool, in bytes (at least 65536). When it is
+	// full, failed authentications already spooled are shed first; then
+	// new events are dropped (counted in
+	// frontdoor_audit_s3_dropped_events_total by class and logged) until
+	// uploads make room; the audit file, if configured, still has them.
 	SpoolMaxBytes int64 `yaml:"spool_max_bytes"`
+	// SpoolUnauthenticatedMaxBytes is the most of the spool that failed
+	// authentications (which any stranger can produce) may take, so that
+	// during an S3 outage a flood of them never displaces session and
+	// admin records: 4096 bytes to half of spool_max_bytes, or 0 for a
+	// quarter of spool_max_bytes.
+	SpoolUnauthenticatedMaxBytes int64 `yaml:"spool_unauthenticated_max_bytes"`
 }
 
-// Defaults returns c with every unset field at its default.
-func (c Config) Defaults() Config {
-	if c.Prefix == "" {
-		c.Prefix = "audit"
+// unauthenticatedMax is SpoolUnauthenticatedMaxBytes with 0 resolved.
+func (c Config) unauthenticatedMax() int64 {
+	if c.SpoolUnauthenticatedMaxBytes == 0 {
+		return c.SpoolMaxBytes / 4
 	}
-	c.Prefix = strings.Trim(c.Prefix, "/")
-	if c.BatchMaxEvents == 0 {
-		c.BatchMaxEvents = 1000
-	}
-	if c.BatchMaxAge == 0 {
-		c.BatchMaxAge = time.Minute
-	}
-	if c.SpoolDir == "" {
-		c.SpoolDir = "/var/lib/frontdoor/audit-s3"
-	}
-	if c.SpoolMaxBytes == 0 {
-		c.SpoolMaxBytes = 1 << 30
-	}
-	return c
+	return c.SpoolUnauthenticatedMaxBytes
 }
 
-var (
-	// S3's bucket naming rules (no dots: virtual-host TLS breaks with them
-	// anyway, and they are discouraged).
-	bucketRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
-	prefixRE = regexp.MustCompile(`^[A-Za-z0-9!_.*'()/-]{1,512}$`)
-	regionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$`)
-	// gatewayRE is what a gateway name must look like to be part of an
-	// object key and a spool file name.
-	gatewayRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
-)
+// DefaultConfig returns the defaults: objects under audit/, a batch every
+// 1000 events or minute, a 1 GiB spool in /var/lib/frontdoor/audit-s3.
+func DefaultConfig() Config {
+	return Config{
+		Prefix:         "audit",
+		BatchMaxEvents: 1000,
+		BatchMaxAge:    time.Minute,
+		SpoolDir:       "/var/lib/frontdoor/audit-s3",
+		SpoolMaxBytes:  1 << 30,
+	}
+}
 
-// ValidGatewayName reports whether name can be part of object keys and
-// spool file names.
-func ValidGatewayName(name string) bool { return gatewayRE.MatchString(name) }
+// SetDefaults sets c to DefaultConfig (yamlconf.Defaulter: an audit.s3
+// section the file has starts from it).
+func (c *Config) SetDefaults() { *c = DefaultConfig() }
+
+// Derive normalises what the file wrote, after decoding
+// (yamlconf.Deriver): Prefix loses leading and trailing '/'.
+func (c *Config) Derive() { c.Prefix = strings.Trim(c.Prefix, "/") }
+
+// prefixRE is a key prefix S3 stores and lists without escaping.
+var prefixRE = regexp.MustCompile(`^[A-Za-z0-9!_.*'()/-]{1,512}$`)
 
 // Validate reports a configuration that cannot work, each error as
 // "audit.s3.key: problem" (errors.Join'ed).
@@ -92,13 +98,13 @@ func (c Config) Validate() error {
 	}
 	if c.Bucket == "" {
 		add("bucket", "required")
-	} else if !bucketRE.MatchString(c.Bucket) || strings.Contains(c.Bucket, "..") {
-		add("bucket", "%q is not an S3 bucket name (lower-case letters, digits, '-', '.', 3-63)", c.Bucket)
+	} else if !names.S3Bucket.Valid(c.Bucket) {
+		add("bucket", "%q is not an S3 bucket name (%s)", c.Bucket, names.S3Bucket.Syntax)
 	}
 	if !prefixRE.MatchString(c.Prefix) || strings.Contains(c.Prefix, "//") {
 		add("prefix", "%q is not a safe key prefix (letters, digits, '/', '-', '_', '.')", c.Prefix)
 	}
-	if c.Region != "" && !regionRE.MatchString(c.Region) {
+	if c.Region != "" && !names.AWSRegion.Valid(c.Region) {
 		add("region", "%q is not an AWS region name (like us-west-2)", c.Region)
 	}
 	if c.Endpoint != "" {
@@ -127,6 +133,9 @@ func (c Config) Validate() error {
 	}
 	if c.SpoolMaxBytes < 64<<10 {
 		add("spool_max_bytes", "must be at least 65536")
+	}
+	if u := c.SpoolUnauthenticatedMaxBytes; u != 0 && (u < 4<<10 || u > c.SpoolMaxBytes/2) {
+		add("spool_unauthenticated_max_bytes", "must be 0 (a quarter of spool_max_bytes) or between 4096 and half of spool_max_bytes (%d), got %d", c.SpoolMaxBytes/2, u)
 	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package ad
 
 import (
 	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"math"
 	"slices"
@@ -38,34 +39,72 @@ func fileTimeToTime(v int64) time.Time {
 
 // accountState checks the attributes AD consults for a bind, so public-key
 // logins (where no bind happens) are refused exactly when a password login
-// would be. It returns nil when the account may log in.
+// would be. It returns nil when the account may log in. Values that do not
+// parse refuse the account: a directory that answers garbage, or a service
+// account that may not read userAccountControl, must not make a disabled
+// account look enabled.
 func accountState(e *ldap.Entry, now time.Time) error {
 	refuse := func(reason string) error {
 		return &directory.Error{Kind: directory.ErrAccountDisabled, Reason: reason}
 	}
-	uac, _ := strconv.ParseInt(e.GetAttributeValue("userAccountControl"), 10, 64)
+	raw := e.GetAttributeValue("userAccountControl")
+	uac, err := parseIntAttr(raw)
+	if err != nil || raw == "" {
+		return refuse("ad: unreadable userAccountControl")
+	}
 	if uac&uacAccountDisable != 0 {
 		return refuse("ad: account disabled")
 	}
-	computed, _ := strconv.ParseInt(e.GetAttributeValue("msDS-User-Account-Control-Computed"), 10, 64)
+	// Absent on DCs older than Windows Server 2003: nothing computed.
+	computed, err := parseIntAttr(e.GetAttributeValue("msDS-User-Account-Control-Computed"))
+	if err != nil {
+		return refuse("ad: unreadable msDS-User-Account-Control-Computed")
+	}
 	if computed&uacLockout != 0 {
 		return refuse("ad: account locked out")
 	}
 	if computed&uacPasswordExpired != 0 {
 		return refuse("ad: password expired or must be changed")
 	}
-	if exp := accountExpires(e); !exp.IsZero() && !now.Before(exp) {
+	exp, err := accountExpires(e)
+	if err != nil {
+		return refuse("ad: unreadable accountExpires")
+	}
+	if !exp.IsZero() && !now.Before(exp) {
 		return refuse("ad: account expired")
 	}
 	return nil
 }
 
-func accountExpires(e *ldap.Entry) time.Time {
-	v, err := strconv.ParseInt(e.GetAttributeValue("accountExpires"), 10, 64)
+// accountExpires is when the account expires; the zero time when never
+// (absent, 0 or MaxInt64).
+func accountExpires(e *ldap.Entry) (time.Time, error) {
+	v, err := parseIntAttr(e.GetAttributeValue("accountExpires"))
 	if err != nil {
-		return time.Time{}
+		return time.Time{}, err
 	}
-	return fileTimeToTime(v)
+	return fileTimeToTime(v), nil
+}
+
+// parseIntAttr parses an AD Integer or LargeInteger value (decimal, an
+// optional sign); absent ("") is 0.
+func parseIntAttr(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("ad: %q is not an integer", truncate(s, 40))
+	}
+	return v, nil
+}
+
+// truncate shortens s for an error message.
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }
 
 // parseKeys reads SSH keys from the configured attribute. Keys that do not
@@ -99,24 +138,28 @@ func parseKeys(e *ldap.Entry, attr string, log *slog.Logger) []ssh.PublicKey {
 	return keys
 }
 
+// groupAttrs are read of each group a user is in.
+var groupAttrs = []string{"sAMAccountName", "objectGUID"}
+
 // groupsOf turns the group entries of an in-chain search into sorted,
-// lower-cased names and their DNs, in the same order.
-func groupsOf(entries []*ldap.Entry) (names, dns []string) {
-	type g struct{ name, dn string }
+// lower-cased names, and their DNs and objectGUIDs in the same order.
+func groupsOf(entries []*ldap.Entry) (names, dns, guids []string) {
+	type g struct{ name, dn, guid string }
 	gs := make([]g, 0, len(entries))
 	for _, e := range entries {
 		name := strings.ToLower(e.GetAttributeValue("sAMAccountName"))
 		if name == "" {
 			continue
 		}
-		gs = append(gs, g{name, e.DN})
+		gs = append(gs, g{name, e.DN, string(e.GetRawAttributeValue("objectGUID"))})
 	}
 	sort.Slice(gs, func(i, j int) bool { return gs[i].name < gs[j].name })
 	for _, x := range gs {
 		names = append(names, x.name)
 		dns = append(dns, x.dn)
+		guids = append(guids, x.guid)
 	}
-	return names, dns
+	return names, dns, guids
 }
 
 func atoi(s string) int {

@@ -4,13 +4,15 @@
 // (or StartTLS) connections; each password is checked by a bind as the user's
 // DN on its own short-lived connection. Several domain controllers are tried
 // in order, each costing at most Config.Timeout. Identities are cached for
-// Config.CacheTTL; when no DC answers the directory goes offline like SSSD:
+// Config.CacheTTL, and dropped about Config.WatchInterval after AD commits
+// a change that affects them (watch.go, changes.go); when no DC answers the
+// directory goes offline like SSSD:
 // public-key logins are served from the cache for Config.OfflineMaxAge,
 // password logins are refused unless Config.CachePasswords is on (marked
 // directory.ErrNotChecked when the password went nowhere), and a
 // background loop reconnects with exponential backoff; a login that
 // arrives meanwhile asks it to try at once (at most every Config.RetryMin),
-// and a password login waits (up to half a second) for that attempt.
+// and a password login waits (up to Config.Timeout) for that attempt.
 //
 // Group names in Identity.Groups are sAMAccountNames lower-cased, like
 // Identity.Name, so policies can compare them without caring about case.
@@ -46,12 +48,16 @@ var passwordHashParams = &argon2id.Params{Memory: 19 * 1024, Iterations: 2, Para
 
 // Directory is the AD identity source; it implements directory.Directory.
 type Directory struct {
-	cfg   Config
-	log   *slog.Logger
-	now   func() time.Time
-	dcs   *dcs
-	cache *cache
-	attrs []string
+	cfg     Config
+	log     *slog.Logger
+	now     func() time.Time
+	dcs     *dcs
+	cache   *cache
+	attrs   []string
+	metrics *metrics
+	// watched is closed once the directory watch (watch.go) has its first
+	// USN.
+	watched <-chan struct{}
 
 	quit   chan struct{}
 	ctx    context.Context // canceled by Close: aborts reconnect attempts
@@ -78,15 +84,21 @@ type Directory struct {
 	started, ended int
 	probed         chan struct{}
 	attempted      time.Time
+	version        string // what the cache is in step with (Version)
 }
 
 var _ directory.Directory = (*Directory)(nil)
 
-// New validates cfg (after Defaults) and returns a Directory. It does not
-// contact AD: a gateway starting during an outage comes up offline on its
-// first lookup. Use Ping to check the configuration at start-up.
+// New validates cfg and returns a Directory. It does not
+// wait for AD: a gateway starting during an outage comes up offline on its
+// first lookup. Use Ping to check the configuration at start-up. The
+// directory watch starts in the background and runs until Close.
 func New(cfg Config, logger *slog.Logger) (*Directory, error) {
-	cfg = cfg.Defaults()
+	return newDirectory(cfg, logger, time.Now)
+}
+
+// newDirectory is New with the clock the cache ages are measured on.
+func newDirectory(cfg Config, logger *slog.Logger, now func() time.Time) (*Directory, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -100,22 +112,22 @@ func New(cfg Config, logger *slog.Logger) (*Directory, error) {
 	d := &Directory{
 		cfg:     cfg,
 		log:     logger,
-		now:     time.Now,
+		now:     now,
+		metrics: newMetrics(),
 		cache:   newCache(cfg.MaxCacheEntries),
 		unknown: newNegCache(cfg.MaxCacheEntries, cfg.NegativeCacheTTL),
 		quit:    make(chan struct{}),
 		kick:    make(chan struct{}, 1),
 		probed:  make(chan struct{}),
-		attrs: []string{"sAMAccountName", "userPrincipalName", "userAccountControl",
-			"msDS-User-Account-Control-Computed", "accountExpires", "uidNumber", "gidNumber", "objectSid", "primaryGroupID",
-			cfg.KeyAttribute},
+		attrs:   append(slices.Clone(fingerprintAttrs), cfg.KeyAttribute),
 	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
-	d.dcs, err = newDCs(cfg, pw, logger, func() time.Time { return d.now() })
+	d.dcs, err = newDCs(cfg, pw, logger, now)
 	if err != nil {
 		d.cancel()
 		return nil, err
 	}
+	d.startWatch()
 	return d, nil
 }
 
@@ -164,13 +176,13 @@ func (d *Directory) lookup(ctx context.Context, n Name) (*entry, error) {
 		}
 		return e, nil
 	}
+	gen := d.cache.generation()
 	e, err := d.fetch(ctx, n)
 	switch {
 	case err == nil:
-		cp := *e // the cache owns e from now on; hand out a copy
-		cp.id = cloneIdentity(e.id)
-		d.cache.put(e, now.Add(-d.cfg.OfflineMaxAge))
-		return &cp, nil
+		cp := cloneEntry(e) // the cache owns e from now on; hand out a copy
+		d.cache.put(e, now.Add(-d.cfg.OfflineMaxAge), gen)
+		return cp, nil
 	case isOutage(err):
 		d.goOffline(err)
 		return d.fromCache(n, err)
@@ -267,7 +279,7 @@ func (d *Directory) fetch(ctx context.Context, n Name) (*entry, error) {
 		user = res.Entries[0]
 		gres, err := c.Search(ldap.NewSearchRequest(d.cfg.BaseDN, ldap.ScopeWholeSubtree, ldap.NeverDerefAliases,
 			0, tl, false, "(&(objectClass=group)(member:"+matchingRuleInChain+":="+ldap.EscapeFilter(user.DN)+"))",
-			[]string{"sAMAccountName"}, nil))
+			groupAttrs, nil))
 		if err != nil {
 			return err
 		}
@@ -276,7 +288,7 @@ func (d *Directory) fetch(ctx context.Context, n Name) (*entry, error) {
 		// primaryGroupID, not member, so the in-chain search misses it.
 		if sid := primaryGroupSID(user.GetRawAttributeValue("objectSid"), user.GetAttributeValue("primaryGroupID")); sid != nil {
 			pres, err := c.Search(ldap.NewSearchRequest(d.cfg.BaseDN, ldap.ScopeWholeSubtree, ldap.NeverDerefAliases,
-				1, tl, false, "(&(objectClass=group)(objectSid="+escapeBytes(sid)+"))", []string{"sAMAccountName"}, nil))
+				1, tl, false, "(&(objectClass=group)(objectSid="+escapeBytes(sid)+"))", groupAttrs, nil))
 			if err != nil && !ldap.IsErrorWithCode(err, ldap.LDAPResultSizeLimitExceeded) {
 				return err
 			}
@@ -302,7 +314,8 @@ func (d *Directory) fetch(ctx context.Context, n Name) (*entry, error) {
 		errors.As(err, &de)
 		return nil, &accountError{err: de, account: acct}
 	}
-	names, dns := groupsOf(groups)
+	names, dns, guids := groupsOf(groups)
+	expires, _ := accountExpires(user) // accountState read it
 	return &entry{
 		id: directory.Identity{
 			Name:      acct,
@@ -315,36 +328,35 @@ func (d *Directory) fetch(ctx context.Context, n Name) (*entry, error) {
 			Source:    "ad",
 			FetchedAt: d.now(),
 		},
-		dn:      user.DN,
-		upn:     strings.ToLower(user.GetAttributeValue("userPrincipalName")),
-		expires: accountExpires(user),
+		dn:          user.DN,
+		upn:         strings.ToLower(user.GetAttributeValue("userPrincipalName")),
+		expires:     expires,
+		guid:        string(user.GetRawAttributeValue("objectGUID")),
+		groupGUIDs:  guids,
+		fingerprint: fingerprint(user, d.cfg.KeyAttribute),
+		pwdLastSet:  user.GetAttributeValue("pwdLastSet"),
 	}, nil
 }
 
 var _ directory.Lister = (*Directory)(nil)
 
-// Version is the DC's highestCommittedUSN, which grows with every change
-// it commits: cheap to poll for "did anything change". Different DCs have
-// different numbers, so a failover also reads as a change (harmless: one
-// extra reconciliation).
+// Version is the directory version the identity cache is in step with:
+// the watched DC's name and the highestCommittedUSN up to which its changes
+// have reached the cache (watch.go). It moves about watch_interval after a
+// change is committed, once the identities the change affects are out of
+// the cache, so a caller that rebuilds from Lookup when it moves (the Slurm
+// sync, through directory.Watch) never rebuilds from identities older than
+// the change. A failover to another DC also reads as a change. It waits for
+// the watch's first read; while the watch cannot read, it stays put.
 func (d *Directory) Version(ctx context.Context) (string, error) {
-	var v string
-	err := d.dcs.do(ctx, func(c *ldap.Conn) error {
-		res, err := c.Search(ldap.NewSearchRequest("", ldap.ScopeBaseObject, ldap.NeverDerefAliases, 1,
-			d.timeLimit(), false, "(objectClass=*)", []string{"highestCommittedUSN", "dsServiceName"}, nil))
-		if err != nil {
-			return err
-		}
-		if len(res.Entries) != 1 {
-			return errors.New("ad: rootDSE: no entry")
-		}
-		v = res.Entries[0].GetAttributeValue("dsServiceName") + "@" + res.Entries[0].GetAttributeValue("highestCommittedUSN")
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("ad: directory version: %w", err)
+	select {
+	case <-d.watched:
+	case <-ctx.Done():
+		return "", fmt.Errorf("ad: directory version: the watch has read no USN yet: %w", ctx.Err())
 	}
-	return v, nil
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.version, nil
 }
 
 // Members lists the enabled accounts in group, nested membership included

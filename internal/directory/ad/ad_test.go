@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -55,6 +56,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// Fuzz workers (go test -fuzz) run only fuzz targets, which need no
+	// DC; each would otherwise start one on the same address.
+	flag.Parse()
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		return m.Run()
+	}
 	dir, err := os.MkdirTemp("", "frontdoor-ad-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -148,31 +155,44 @@ func testLogger(t *testing.T) *slog.Logger {
 func testLoggerB() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func baseConfig() Config {
-	return Config{
-		URLs:         []string{dc.URL()},
-		BaseDN:       dc.BaseDN(),
-		BindDN:       dc.AdminDN(),
-		BindPassword: dc.AdminPassword(),
-		CAFile:       dc.CAFile(),
-		Domain:       dc.Domain(),
-		Timeout:      testTimeout,
-		RetryMin:     100 * time.Millisecond,
-		RetryMax:     500 * time.Millisecond,
-	}
+	c := DefaultConfig()
+	c.URLs, c.BaseDN, c.BindDN, c.BindPassword = []string{dc.URL()}, dc.BaseDN(), dc.AdminDN(), dc.AdminPassword()
+	c.CAFile, c.Domain, c.Timeout = dc.CAFile(), dc.Domain(), testTimeout
+	c.RetryMin, c.RetryMax = 100*time.Millisecond, 500*time.Millisecond
+	c.Derive()
+	return c
 }
 
 func newDir(t *testing.T, mut func(*Config)) *Directory {
+	t.Helper()
+	return newDirClock(t, mut, time.Now)
+}
+
+// newDirClock is newDir measuring cache ages on now.
+func newDirClock(t *testing.T, mut func(*Config), now func() time.Time) *Directory {
 	t.Helper()
 	cfg := baseConfig()
 	if mut != nil {
 		mut(&cfg)
 	}
-	d, err := New(cfg, testLogger(t))
+	d, err := newDirectory(cfg, testLogger(t), now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// waitWatched waits until the directory watch has its first USN. Tests
+// that rely on their first lookup being cached call it first: the watch
+// drops every identity cached before it knew a USN (watch.go).
+func waitWatched(t *testing.T, d *Directory) {
+	t.Helper()
+	select {
+	case <-d.watched:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the directory watch read no USN within 30s")
+	}
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -462,6 +482,7 @@ func TestOutage(t *testing.T) {
 				c.CachePasswords = tc.cachePasswords
 				c.CacheTTL = time.Millisecond // every lookup goes to the DC while it is up
 			})
+			waitWatched(t, d)
 			ctx := ctxT(t)
 			if _, err := d.VerifyPassword(ctx, "alice", pw("alice")); err != nil {
 				t.Fatal(err)
@@ -650,13 +671,13 @@ func TestOfflineMaxAge(t *testing.T) {
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	d := newDir(t, func(c *Config) {
+	d := newDirClock(t, func(c *Config) {
 		c.CachePasswords = true
 		c.OfflineMaxAge = time.Hour
 		c.PasswordCacheMaxAge = 10 * time.Minute
 		c.RetryMin, c.RetryMax = time.Hour, time.Hour // stay offline
-	})
-	d.now = clock
+	}, clock)
+	waitWatched(t, d)
 	ctx := ctxT(t)
 	if _, err := d.VerifyPassword(ctx, "alice", pw("alice")); err != nil {
 		t.Fatal(err)
@@ -710,9 +731,10 @@ func TestMembers(t *testing.T) {
 	}
 }
 
-// TestVersion: any committed change moves the version.
+// TestVersion: any committed change moves the version, once the watch has
+// handled it.
 func TestVersion(t *testing.T) {
-	d := newDir(t, nil)
+	d := newDir(t, func(c *Config) { c.WatchInterval = 200 * time.Millisecond })
 	v1, err := d.Version(ctxT(t))
 	if err != nil || v1 == "" {
 		t.Fatalf("version: %q %v", v1, err)
@@ -720,8 +742,18 @@ func TestVersion(t *testing.T) {
 	if err := dc.SetAttribute(ctxT(t), "erin", "description", "changed "+time.Now().String()); err != nil {
 		t.Fatal(err)
 	}
-	v2, err := d.Version(ctxT(t))
-	if err != nil || v2 == v1 {
-		t.Fatalf("after a change: %q (before %q) %v", v2, v1, err)
+	start := time.Now()
+	for {
+		v2, err := d.Version(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v2 != v1 {
+			break
+		}
+		if time.Since(start) > time.Second+slack {
+			t.Fatalf("version still %q after a change", v2)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
 	}
 }

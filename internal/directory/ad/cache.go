@@ -14,6 +14,15 @@ type entry struct {
 	dn      string
 	upn     string    // lower-case userPrincipalName, "" if none
 	expires time.Time // accountExpires; zero = never
+	// guid is the account's objectGUID and groupGUIDs those of the groups
+	// in id.GroupDNs (same order): the watch recognises changed and
+	// deleted entries by them, whatever they were renamed or moved to.
+	guid       string
+	groupGUIDs []string
+	// fingerprint of the user entry's attributes (changes.go); pwdLastSet
+	// as read, so a password set since drops the offline password hash.
+	fingerprint string
+	pwdLastSet  string
 
 	// pwHash is an argon2id hash (salted, slow) of the last password AD
 	// accepted, kept only with cache_passwords; never the password.
@@ -29,6 +38,11 @@ type cache struct {
 	mu      sync.Mutex
 	entries map[string]*entry
 	upns    map[string]string // upn → account
+	// gen counts the watch's invalidations. A lookup notes it before
+	// asking AD and stores the answer only if it has not moved since: an
+	// answer read just before a change must not land in the cache just
+	// after the watch dropped the account.
+	gen uint64
 }
 
 func newCache(max int) *cache {
@@ -52,19 +66,29 @@ func (c *cache) get(n Name) *entry {
 	if e == nil {
 		return nil
 	}
-	cp := *e
-	cp.id = cloneIdentity(e.id)
-	return &cp
+	return cloneEntry(e)
+}
+
+// generation is the invalidation count to pass to put.
+func (c *cache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
 }
 
 // put stores a fresh entry, keeping a password hash already cached for the
-// same DN (the password has not been shown wrong since).
-func (c *cache) put(e *entry, oldest time.Time) {
+// same DN (the password has not been shown wrong since). It stores nothing
+// when the watch invalidated anything since gen was read (the entry may
+// predate a change) and reports whether it stored.
+func (c *cache) put(e *entry, oldest time.Time, gen uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if gen != c.gen {
+		return false
+	}
 	acct := e.id.Name
 	if old := c.entries[acct]; old != nil {
-		if old.dn == e.dn && e.pwHash == "" {
+		if old.dn == e.dn && old.pwdLastSet == e.pwdLastSet && e.pwHash == "" {
 			e.pwHash, e.pwAt = old.pwHash, old.pwAt
 		}
 		if old.upn != "" && old.upn != e.upn {
@@ -77,6 +101,7 @@ func (c *cache) put(e *entry, oldest time.Time) {
 	if e.upn != "" {
 		c.upns[e.upn] = acct
 	}
+	return true
 }
 
 // evict drops entries fetched before oldest; if none is that old, an
@@ -125,11 +150,54 @@ func (c *cache) delete(acct string) {
 	c.deleteLocked(acct)
 }
 
+// invalidate drops every entry for which affected names a cause, and
+// returns how many it dropped by cause. It moves the generation even when
+// nothing matched: a lookup in flight may be about to store an account
+// the change concerns.
+func (c *cache) invalidate(affected func(*entry) string) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	dropped := map[string]int{}
+	for acct, e := range c.entries {
+		if cause := affected(e); cause != "" {
+			c.deleteLocked(acct)
+			dropped[cause]++
+		}
+	}
+	return dropped
+}
+
+// flush drops every entry (moving the generation) and returns how many.
+func (c *cache) flush() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	n := len(c.entries)
+	clear(c.entries)
+	clear(c.upns)
+	return n
+}
+
+// len is the number of cached identities.
+func (c *cache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
+
 func (c *cache) deleteLocked(acct string) {
 	if e := c.entries[acct]; e != nil && e.upn != "" {
 		delete(c.upns, e.upn)
 	}
 	delete(c.entries, acct)
+}
+
+func cloneEntry(e *entry) *entry {
+	cp := *e
+	cp.id = cloneIdentity(e.id)
+	cp.groupGUIDs = slices.Clone(e.groupGUIDs)
+	return &cp
 }
 
 func cloneIdentity(id directory.Identity) directory.Identity {
@@ -162,6 +230,25 @@ func (c *negCache) has(n Name, now time.Time) bool {
 		return false
 	}
 	return ok
+}
+
+// forget drops the names that refer to changed accounts (by account name
+// or UPN), so an account created a moment ago can log in at once.
+func (c *negCache) forget(accounts, upns map[string]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for n := range c.names {
+		if accounts[n.Account] || (n.UPN != "" && upns[n.UPN]) {
+			delete(c.names, n)
+		}
+	}
+}
+
+// empty reports whether no name is remembered.
+func (c *negCache) empty() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.names) == 0
 }
 
 func (c *negCache) add(n Name, now time.Time) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"sort"
 	"strings"
 	"time"
 )
@@ -20,8 +19,9 @@ const (
 	KeyAltSecurityIdentities = "altSecurityIdentities"
 )
 
-// Config configures the Active Directory identity source. Durations are Go
-// durations in YAML ("5s", "24h").
+// Config configures the Active Directory identity source: the
+// `directory.ad:` section of the gateway configuration (used with
+// directory.kind: ad). Start from DefaultConfig.
 type Config struct {
 	// URLs of the domain controllers, tried in order with failover:
 	// ldaps://dc1.example.edu:636 or ldap://dc1.example.edu (then StartTLS
@@ -50,127 +50,115 @@ type Config struct {
 	InsecureNoTLS bool `yaml:"insecure_no_tls"`
 	// Domain is the NetBIOS domain users may prefix: HPC\alice.
 	Domain string `yaml:"domain"`
-	// UPNSuffixes users may append: alice@hpc.example.edu. Default: the DNS
-	// domain derived from BaseDN.
+	// UPNSuffixes users may append: alice@hpc.example.edu. Empty: the DNS
+	// domain of BaseDN (DC=hpc,DC=example,DC=edu: hpc.example.edu).
 	UPNSuffixes []string `yaml:"upn_suffixes"`
-	// KeyAttribute is where SSH public keys live: sshPublicKey (default) or
-	// altSecurityIdentities.
+	// KeyAttribute is where SSH public keys live: sshPublicKey or
+	// altSecurityIdentities (values starting "SSHKey:").
 	KeyAttribute string `yaml:"key_attribute"`
-	// Timeout bounds each DC connection attempt and each request (default
-	// 5s). A dead or hanging DC costs at most this before the next is tried.
+	// Timeout bounds each DC connection attempt and each request, at most
+	// 5s: a dead or hanging DC costs at most this before the next is tried.
 	Timeout time.Duration `yaml:"timeout"`
-	// PoolSize is the number of pooled service-account connections (default 4).
+	// PoolSize is the number of pooled service-account connections, 1 to
+	// 64.
 	PoolSize int `yaml:"pool_size"`
-	// IdleCheck: a pooled connection idle longer than this is health-checked
-	// before use (default 30s).
+	// IdleCheck: a pooled connection idle longer than this is
+	// health-checked before use (0: every time).
 	IdleCheck time.Duration `yaml:"idle_check"`
-	// CacheTTL is how long a looked-up identity is served without asking AD
-	// again (default 5m).
+	// CacheTTL is how long a looked-up identity is served without asking
+	// AD again (0: always ask).
 	CacheTTL time.Duration `yaml:"cache_ttl"`
 	// NegativeCacheTTL is how long a name AD does not know stays unknown
-	// without asking again (default 30s): short, so an account created a
+	// without asking again (0: always ask): short, so an account created a
 	// moment ago can log in almost at once. That it differs from CacheTTL
 	// cannot be seen from outside: the gateway answers every refusal
 	// before proof at a fixed time, whether the answer came from the cache
 	// or from AD.
 	NegativeCacheTTL time.Duration `yaml:"negative_cache_ttl"`
 	// OfflineMaxAge is how long, while every DC is unreachable, a cached
-	// identity still allows public-key logins (default 24h, like SSSD's
-	// offline_credentials_expiration-free key logins).
+	// identity still allows public-key logins, like SSSD's offline logins;
+	// at least CacheTTL (0 with it: none).
 	OfflineMaxAge time.Duration `yaml:"offline_max_age"`
 	// CachePasswords keeps a salted argon2id hash of each successfully
-	// verified password so password logins work offline. Off by default.
+	// verified password so password logins work offline.
 	CachePasswords bool `yaml:"cache_passwords"`
-	// PasswordCacheMaxAge limits how old a cached password hash may be
-	// (default 12h).
+	// PasswordCacheMaxAge limits how old a cached password hash may be.
 	PasswordCacheMaxAge time.Duration `yaml:"password_cache_max_age"`
-	// RetryMin and RetryMax bound the exponential backoff of the background
-	// reconnection attempts while offline (default 2s and 1m). A login that
+	// RetryMin is the first wait of the exponential backoff of the
+	// background reconnection attempts while offline. A login that
 	// arrives while offline asks for an attempt at once, so logins resume
-	// within seconds of a DC's return; RetryMin is also the least time
+	// within seconds of a DC's return; this is also the least time
 	// between two attempts, however many logins ask.
 	RetryMin time.Duration `yaml:"retry_min"`
+	// RetryMax caps that backoff; at least RetryMin.
 	RetryMax time.Duration `yaml:"retry_max"`
 	// DCDownFor: a DC that failed is skipped for this long while another
-	// answers (default 30s).
+	// answers.
 	DCDownFor time.Duration `yaml:"dc_down_for"`
-	// MaxCacheEntries bounds the identity cache (default 100000).
+	// MaxCacheEntries bounds the identity cache.
 	MaxCacheEntries int `yaml:"max_cache_entries"`
+	// WatchInterval is how often the directory watch reads a DC's
+	// highestCommittedUSN (one rootDSE read) to notice changes: an account
+	// disabled, locked out, expired, deleted or moved between groups has
+	// its cached identity dropped, so the next login sees the change about
+	// this long after AD committed it instead of cache_ttl later (at least
+	// 100ms). Changes made on another DC count from when they replicate to
+	// the watched one.
+	WatchInterval time.Duration `yaml:"watch_interval"`
+	// WatchMaxChanges bounds one round of the watch: when more users and
+	// groups changed since the last round, or the changed groups have more
+	// members than this in all, the whole cache is dropped instead of
+	// searched through (1 to 1000000).
+	WatchMaxChanges int `yaml:"watch_max_changes"`
 }
+
+// MinWatchInterval is the shortest watch_interval: a rootDSE read ten
+// times a second per gateway is already more than any change needs.
+const MinWatchInterval = 100 * time.Millisecond
 
 // MaxTimeout is the upper bound on Timeout: a dead or hanging DC must cost
 // a login no more than 5 s before the next DC is tried.
 const MaxTimeout = 5 * time.Second
 
-// Defaults returns cfg with zero fields set to their defaults.
-func (cfg Config) Defaults() Config {
-	if cfg.KeyAttribute == "" {
-		cfg.KeyAttribute = KeySSHPublicKey
+// DefaultConfig returns the defaults: sshPublicKey keys, a 5s bound per
+// DC, four pooled connections, identities cached 5m (and served offline
+// for key logins up to 24h), passwords not cached.
+func DefaultConfig() Config {
+	return Config{
+		KeyAttribute:        KeySSHPublicKey,
+		Timeout:             MaxTimeout,
+		PoolSize:            4,
+		IdleCheck:           30 * time.Second,
+		CacheTTL:            5 * time.Minute,
+		NegativeCacheTTL:    30 * time.Second,
+		OfflineMaxAge:       24 * time.Hour,
+		PasswordCacheMaxAge: 12 * time.Hour,
+		RetryMin:            2 * time.Second,
+		RetryMax:            time.Minute,
+		DCDownFor:           30 * time.Second,
+		MaxCacheEntries:     100000,
+		WatchInterval:       2 * time.Second,
+		WatchMaxChanges:     1000,
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = MaxTimeout
-	}
-	if cfg.PoolSize == 0 {
-		cfg.PoolSize = 4
-	}
-	if cfg.IdleCheck == 0 {
-		cfg.IdleCheck = 30 * time.Second
-	}
-	if cfg.CacheTTL == 0 {
-		cfg.CacheTTL = 5 * time.Minute
-	}
-	if cfg.NegativeCacheTTL == 0 {
-		cfg.NegativeCacheTTL = 30 * time.Second
-	}
-	if cfg.OfflineMaxAge == 0 {
-		cfg.OfflineMaxAge = 24 * time.Hour
-	}
-	if cfg.PasswordCacheMaxAge == 0 {
-		cfg.PasswordCacheMaxAge = 12 * time.Hour
-	}
-	if cfg.RetryMin == 0 {
-		cfg.RetryMin = 2 * time.Second
-	}
-	if cfg.RetryMax == 0 {
-		cfg.RetryMax = time.Minute
-	}
-	if cfg.DCDownFor == 0 {
-		cfg.DCDownFor = 30 * time.Second
-	}
-	if cfg.MaxCacheEntries == 0 {
-		cfg.MaxCacheEntries = 100000
-	}
+}
+
+// Derive fills what depends on other keys, after decoding
+// (yamlconf.Deriver): empty UPNSuffixes become BaseDN's DNS domain.
+func (cfg *Config) Derive() {
 	if len(cfg.UPNSuffixes) == 0 && cfg.BaseDN != "" {
 		if s := dnToDomain(cfg.BaseDN); s != "" {
 			cfg.UPNSuffixes = []string{s}
 		}
 	}
-	return cfg
 }
 
-// Problem is one validation problem; Key is the YAML key it concerns
-// ("urls[1]", "ca_file"), so a caller can point at the line.
-type Problem struct {
-	Key string
-	Msg string
-}
-
-func (p Problem) Error() string { return p.Key + ": " + p.Msg }
-
-// Validate reports every problem of a defaulted config at once (each a
-// Problem, joined).
+// Validate reports every problem of the section at once, each as
+// "directory.ad.key: problem" (errors.Join'ed).
 func (cfg Config) Validate() error {
 	var errs []error
-	for _, p := range cfg.Problems() {
-		errs = append(errs, p)
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("directory.ad.%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	return errors.Join(errs...)
-}
-
-// Problems lists what is wrong with a defaulted config.
-func (cfg Config) Problems() []Problem {
-	var ps []Problem
-	bad := func(key, format string, args ...any) { ps = append(ps, Problem{key, fmt.Sprintf(format, args...)}) }
 	if len(cfg.URLs) == 0 {
 		bad("urls", "at least one domain controller URL is required")
 	}
@@ -223,10 +211,13 @@ func (cfg Config) Problems() []Problem {
 	if cfg.PoolSize < 1 || cfg.PoolSize > 64 {
 		bad("pool_size", "%d: must be 1..64", cfg.PoolSize)
 	}
-	for key, d := range map[string]time.Duration{"cache_ttl": cfg.CacheTTL, "negative_cache_ttl": cfg.NegativeCacheTTL, "offline_max_age": cfg.OfflineMaxAge,
-		"password_cache_max_age": cfg.PasswordCacheMaxAge, "idle_check": cfg.IdleCheck, "dc_down_for": cfg.DCDownFor} {
-		if d < 0 {
-			bad(key, "must not be negative")
+	for _, d := range []struct {
+		key string
+		d   time.Duration
+	}{{"cache_ttl", cfg.CacheTTL}, {"negative_cache_ttl", cfg.NegativeCacheTTL}, {"dc_down_for", cfg.DCDownFor}, {"idle_check", cfg.IdleCheck},
+		{"offline_max_age", cfg.OfflineMaxAge}, {"password_cache_max_age", cfg.PasswordCacheMaxAge}} {
+		if d.d < 0 {
+			bad(d.key, "must not be negative")
 		}
 	}
 	if cfg.OfflineMaxAge < cfg.CacheTTL {
@@ -238,8 +229,13 @@ func (cfg Config) Problems() []Problem {
 	if cfg.MaxCacheEntries < 1 {
 		bad("max_cache_entries", "must be positive")
 	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i].Key < ps[j].Key })
-	return ps
+	if cfg.WatchInterval < MinWatchInterval {
+		bad("watch_interval", "%v: must be at least %v", cfg.WatchInterval, MinWatchInterval)
+	}
+	if cfg.WatchMaxChanges < 1 || cfg.WatchMaxChanges > 1000000 {
+		bad("watch_max_changes", "%d: must be 1..1000000", cfg.WatchMaxChanges)
+	}
+	return errors.Join(errs...)
 }
 
 // bindPassword returns the service account password.

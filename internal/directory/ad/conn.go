@@ -92,6 +92,13 @@ func (d *dcs) order(skipDown bool) []int {
 	return append(up, down...)
 }
 
+// preferredDC is the index of the DC new connections go to first.
+func (d *dcs) preferredDC() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.preferred
+}
+
 func (d *dcs) markUp(i int) {
 	d.mu.Lock()
 	d.preferred = i

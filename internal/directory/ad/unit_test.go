@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/go-ldap/ldap/v3"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf"
 )
 
 func bindErr(sub string) error {
@@ -103,32 +103,50 @@ func TestAccountState(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	good := Config{URLs: []string{"ldaps://dc1.example.edu"}, BaseDN: "DC=hpc,DC=example,DC=edu",
-		BindDN: "svc@hpc.example.edu", BindPassword: "x", CAFile: "/ca.pem", Domain: "HPC"}
-	if err := good.Defaults().Validate(); err != nil {
+	good := DefaultConfig()
+	good.URLs, good.BaseDN, good.BindDN = []string{"ldaps://dc1.example.edu"}, "DC=hpc,DC=example,DC=edu", "svc@hpc.example.edu"
+	good.BindPassword, good.CAFile, good.Domain = "x", "/ca.pem", "HPC"
+	good.Derive()
+	if err := good.Validate(); err != nil {
 		t.Fatalf("good config: %v", err)
 	}
-	if d := good.Defaults(); len(d.UPNSuffixes) != 1 || d.UPNSuffixes[0] != "hpc.example.edu" || d.Timeout != 5*time.Second || d.OfflineMaxAge != 24*time.Hour {
+	if d := good; len(d.UPNSuffixes) != 1 || d.UPNSuffixes[0] != "hpc.example.edu" || d.Timeout != 5*time.Second || d.OfflineMaxAge != 24*time.Hour ||
+		d.WatchInterval != 2*time.Second || d.WatchMaxChanges != 1000 {
 		t.Errorf("defaults: %+v", d)
+	}
+	if err := DefaultConfig().Validate(); err == nil {
+		t.Error("the defaults name no domain controller, yet are valid")
 	}
 	tests := []struct {
 		mut  func(*Config)
 		want string
 	}{
-		{func(c *Config) { c.URLs = nil }, "urls"},
-		{func(c *Config) { c.URLs = []string{"ldap://dc1"} }, "start_tls"},
-		{func(c *Config) { c.URLs = []string{"http://dc1"} }, "scheme"},
-		{func(c *Config) { c.CAFile = "" }, "ca_file"},
-		{func(c *Config) { c.BindPasswordFile = "/f" }, "exclusive"},
-		{func(c *Config) { c.KeyAttribute = "mail" }, "key_attribute"},
-		{func(c *Config) { c.Timeout = 30 * time.Second }, "timeout"},
-		{func(c *Config) { c.Domain = "HPC\\X" }, "domain"},
-		{func(c *Config) { c.OfflineMaxAge = time.Second }, "offline_max_age"},
+		{func(c *Config) { c.URLs = nil }, "directory.ad.urls: at least one"},
+		{func(c *Config) { c.URLs = []string{"ldap://dc1"} }, "directory.ad.urls[0]: \"ldap://dc1\" is plain LDAP: set start_tls"},
+		{func(c *Config) { c.URLs = []string{"http://dc1"} }, "directory.ad.urls[0]: \"http://dc1\": scheme"},
+		{func(c *Config) { c.BaseDN = "" }, "directory.ad.base_dn: required"},
+		{func(c *Config) { c.BindDN = "" }, "directory.ad.bind_dn: required"},
+		{func(c *Config) { c.BindPassword = "" }, "directory.ad.bind_password_file: bind_password_file (or bind_password) is required"},
+		{func(c *Config) { c.CAFile = "" }, "directory.ad.ca_file: required"},
+		{func(c *Config) { c.BindPasswordFile = "/f" }, "directory.ad.bind_password: bind_password and bind_password_file are exclusive"},
+		{func(c *Config) { c.KeyAttribute = "mail" }, "directory.ad.key_attribute"},
+		{func(c *Config) { c.Timeout = 30 * time.Second }, "directory.ad.timeout"},
+		{func(c *Config) { c.Timeout = 0 }, "directory.ad.timeout"},
+		{func(c *Config) { c.PoolSize = 0 }, "directory.ad.pool_size"},
+		{func(c *Config) { c.Domain = "HPC\\X" }, "directory.ad.domain"},
+		{func(c *Config) { c.UPNSuffixes = []string{"a b"} }, "directory.ad.upn_suffixes[0]"},
+		{func(c *Config) { c.OfflineMaxAge = time.Second }, "directory.ad.offline_max_age"},
+		{func(c *Config) { c.CacheTTL = -time.Second }, "directory.ad.cache_ttl: must not be negative"},
+		{func(c *Config) { c.RetryMax = time.Second }, "directory.ad.retry_min: need 0 < retry_min <= retry_max"},
+		{func(c *Config) { c.MaxCacheEntries = 0 }, "directory.ad.max_cache_entries"},
+		{func(c *Config) { c.WatchInterval = time.Millisecond }, "directory.ad.watch_interval"},
+		{func(c *Config) { c.WatchInterval = -time.Second }, "directory.ad.watch_interval"},
+		{func(c *Config) { c.WatchMaxChanges = -1 }, "directory.ad.watch_max_changes"},
 	}
 	for _, tc := range tests {
 		c := good
 		tc.mut(&c)
-		err := c.Defaults().Validate()
+		err := c.Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("want error mentioning %q, got %v", tc.want, err)
 		}
@@ -136,7 +154,7 @@ func TestConfigValidate(t *testing.T) {
 	c := good
 	c.URLs = []string{"ldap://dc1"}
 	c.StartTLS = true
-	if err := c.Defaults().Validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		t.Errorf("starttls config: %v", err)
 	}
 }
@@ -172,17 +190,19 @@ cache_ttl: 2m
 offline_max_age: 24h
 cache_passwords: true
 password_cache_max_age: 8h
+watch_interval: 500ms
+watch_max_changes: 200
 `
-	var cfg Config
-	if err := yaml.Unmarshal([]byte(src), &cfg); err != nil {
+	cfg := DefaultConfig()
+	if _, err := yamlconf.Decode("ad.yaml", []byte(src), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg = cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Timeout != 3*time.Second || cfg.CacheTTL != 2*time.Minute || cfg.PasswordCacheMaxAge != 8*time.Hour ||
-		!cfg.CachePasswords || len(cfg.URLs) != 2 || cfg.KeyAttribute != KeyAltSecurityIdentities || cfg.PoolSize != 4 {
+		!cfg.CachePasswords || len(cfg.URLs) != 2 || cfg.KeyAttribute != KeyAltSecurityIdentities || cfg.PoolSize != 4 ||
+		cfg.WatchInterval != 500*time.Millisecond || cfg.WatchMaxChanges != 200 {
 		t.Errorf("decoded %+v", cfg)
 	}
 }
@@ -212,7 +232,7 @@ func TestPrimaryGroupSID(t *testing.T) {
 }
 
 func TestNegCache(t *testing.T) {
-	negativeTTL := Config{}.Defaults().NegativeCacheTTL
+	negativeTTL := DefaultConfig().NegativeCacheTTL
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := newNegCache(2, negativeTTL)
 	a, b, x := Name{Account: "a"}, Name{Account: "b"}, Name{Account: "x", UPN: "x@y"}

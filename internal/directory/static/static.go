@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf"
 )
 
@@ -40,13 +40,6 @@ type User struct {
 	UID          int    `yaml:"uid"`
 	GID          int    `yaml:"gid"`
 }
-
-// userName is the accepted login name syntax: POSIX-portable, what useradd
-// accepts by default.
-var userName = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}$`)
-
-// ValidName reports whether s is an acceptable user name.
-func ValidName(s string) bool { return userName.MatchString(s) }
 
 type entry struct {
 	id       directory.Identity
@@ -92,7 +85,7 @@ func Parse(path string, data []byte) (map[string]entry, error) {
 	}
 	for i, u := range f.Users {
 		key := fmt.Sprintf("users[%d]", i)
-		if !ValidName(u.Name) {
+		if !names.User.Valid(u.Name) {
 			bad(key+".name", "invalid user name %q (POSIX: lower-case letters, digits, '_', '-', '.')", u.Name)
 			continue
 		}
@@ -160,7 +153,7 @@ func (d *Directory) get(name string) (entry, bool) {
 }
 
 func (d *Directory) lookup(name string) (entry, error) {
-	if !ValidName(name) {
+	if !names.User.Valid(name) {
 		return entry{}, &directory.Error{Kind: directory.ErrInvalidName, Reason: "invalid user name"}
 	}
 	e, ok := d.get(name)

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 func newKey(t *testing.T) ssh.PublicKey {
@@ -147,7 +148,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		for name := range users {
-			if !ValidName(name) {
+			if !names.User.Valid(name) {
 				t.Fatalf("accepted invalid name %q", name)
 			}
 		}

@@ -2,7 +2,8 @@
 // login nodes on 127.0.1.x, local Unix users, and gateways as separate
 // processes (bin/frontdoor). Once every part answers it writes
 // STATE_DIR/stack.json (its format: the Stack type below; docs/ARCHITECTURE.md)
-// and prints how to connect.
+// and prints how to connect. While it runs it holds STATE_DIR/stack.pid
+// (lock.go): a second stack is refused at once, naming this one.
 // SIGINT/SIGTERM stops every process it started; nothing outside the state
 // directory is removed (the Unix users stay, as the next run reuses them).
 package main
@@ -29,6 +30,7 @@ import (
 
 	"github.com/go-ldap/ldap/v3"
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
@@ -45,6 +47,12 @@ type Stack struct {
 	KnownHosts string        `json:"known_hosts"`
 	// Slurm is how to reach the stack's Slurm (absent with --no-slurm).
 	Slurm *SlurmInfo `json:"slurm,omitempty"`
+	// TrustedUserCAKeys is the nodes' TrustedUserCAKeys file (every
+	// gateway's user CA key, one per line) and RevokedKeys their KRL; sshd
+	// reads both at every login. Dropping a gateway: delete its line, or
+	// `ssh-keygen -k -u -f REVOKED_KEYS GATEWAY.user_ca_pub`.
+	TrustedUserCAKeys string `json:"trusted_user_ca_keys"`
+	RevokedKeys       string `json:"revoked_keys"`
 }
 
 type GatewayInfo struct {
@@ -62,6 +70,12 @@ type GatewayInfo struct {
 	Config         string `json:"config"`
 	Log            string `json:"log"`
 	Audit          string `json:"audit"`
+	// UserCAKey is this gateway's own user CA (private), UserCAPub its
+	// public key file and UserCAFingerprint its SHA256 fingerprint, which
+	// the nodes' sshd logs with every login this gateway signs.
+	UserCAKey         string `json:"user_ca_key"`
+	UserCAPub         string `json:"user_ca_pub"`
+	UserCAFingerprint string `json:"user_ca_fingerprint"`
 }
 
 type NodeInfo struct {
@@ -75,7 +89,10 @@ type NodeInfo struct {
 // SlurmInfo: run Slurm's commands with SLURM_CONF=Conf (Env is that as
 // an environment line); Accounts are those the policy grants.
 type SlurmInfo struct {
-	Conf       string   `json:"slurm.conf"`
+	Conf string `json:"conf"`
+	// ConfOld is Conf under its first key, kept because fields are never
+	// renamed: "slurm.conf" has a dot, which jq users must quote.
+	ConfOld    string   `json:"slurm.conf"`
 	Env        string   `json:"env"`
 	Partitions []string `json:"partitions"`
 	Accounts   []string `json:"accounts"`
@@ -208,6 +225,18 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		return err
 	}
 	os.Chmod(dir, 0o755)
+	// One stack per state directory, and one Samba DC per address: said
+	// before anything starts (lock.go).
+	unlock, err := lockStateDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock() // after s.stop: the lock outlives every child
+	if o.directory == "ad" {
+		if err := checkADAddr(o.adAddr); err != nil {
+			return err
+		}
+	}
 	s := &stack{log: log, dir: dir}
 	defer s.stop()
 	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
@@ -282,7 +311,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		s.cleanup = append(s.cleanup, func() { cl.Close() })
 		parts := []string{slurmh.PartitionGeneral, slurmh.PartitionH100}
 		slurmSection = map[string]any{"conf": cl.Conf(), "partitions": parts, "usage_cache": "10s"}
-		info := &SlurmInfo{Conf: cl.Conf(), Env: "SLURM_CONF=" + cl.Conf(), Partitions: parts, Dir: sdir}
+		info := &SlurmInfo{Conf: cl.Conf(), ConfOld: cl.Conf(), Env: "SLURM_CONF=" + cl.Conf(), Partitions: parts, Dir: sdir}
 		for _, r := range stackRules {
 			if r.Slurm != nil {
 				info.Accounts = append(info.Accounts, r.Slurm.Account)
@@ -305,7 +334,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 			port = 0
 		}
 		n, err := harness.StartNode(startCtx, harness.NodeOptions{Name: name, Addr: addr, Port: port,
-			Dir: filepath.Join(dir, "nodes", name), UserCAPub: keys.UserCAPub})
+			Dir: filepath.Join(dir, "nodes", name), UserCAPub: keys.UserCAPub, RevokedKeys: keys.RevokedKeys})
 		if err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
@@ -329,12 +358,15 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 	if err != nil {
 		return err
 	}
-	var gossipPorts []int
-	var gossipAddrs []string
+	// Each gateway has two gossip ports: one the agents send health to,
+	// one for the gateways' own pool.
+	var gossipPorts, poolPorts []int
+	var gossipAddrs, poolAddrs []string
 	for i := 0; i < nGateways; i++ {
-		p := freePort("127.0.0.1")
-		gossipPorts = append(gossipPorts, p)
+		p, pp := freePort("127.0.0.1"), freePort("127.0.0.1")
+		gossipPorts, poolPorts = append(gossipPorts, p), append(poolPorts, pp)
 		gossipAddrs = append(gossipAddrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		poolAddrs = append(poolAddrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(pp)))
 	}
 
 	// Gateways, as separate processes of the real binary. Each has an
@@ -360,6 +392,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		patch := map[string]any{"cluster": map[string]any{
 			"name": name, "bind_addr": "127.0.0.1", "bind_port": gossipPorts[i-1],
 			"join": others(gossipAddrs, i-1), "secret_keys": []string{gossipKey}, "label": "frontdoor-stack",
+			"gateway_port": poolPorts[i-1], "gateway_join": others(poolAddrs, i-1),
 			"gateway_keys": []string{gatewayKey},
 		}}
 		if adSection != nil {
@@ -376,9 +409,18 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		if err != nil {
 			return fmt.Errorf("gateway %s: %w", name, err)
 		}
+		caKey, err := keys.GatewayCA(name) // made with the config; the nodes trust it
+		if err != nil {
+			return err
+		}
+		caPub, err := keys.GatewayCAPublicKey(name)
+		if err != nil {
+			return err
+		}
 		out.Gateways = append(out.Gateways, GatewayInfo{Name: name, SSH: sshAddr, Admin: admin, AdminURL: "http://" + admin,
 			AdminSocket: sock, AdminToken: token, AdminTokenFile: tokens + ".client", PID: pid, Config: cfg,
-			Log: logPath, Audit: filepath.Join(gdir, "audit.jsonl")})
+			Log: logPath, Audit: filepath.Join(gdir, "audit.jsonl"),
+			UserCAKey: caKey, UserCAPub: caKey + ".pub", UserCAFingerprint: ssh.FingerprintSHA256(caPub)})
 		khLines += harness.KnownHostsLine(sshAddr, keys.HostPublicKey) + "\n"
 		log.Info("gateway up", "gateway", name, "ssh", sshAddr, "admin", admin)
 	}
@@ -452,6 +494,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		log.Info("Slurm accounting matches the policy", "changes", strings.Count(string(b), "applied: "))
 	}
 
+	out.TrustedUserCAKeys, out.RevokedKeys = keys.UserCAPub, keys.RevokedKeys
 	out.KnownHosts = filepath.Join(dir, "known_hosts")
 	if err := os.WriteFile(out.KnownHosts, []byte(khLines), 0o644); err != nil {
 		return err
@@ -655,6 +698,14 @@ Admin API (the socket: you are who the kernel says; TCP: the bearer token):
   bin/frontdoor sessions --admin %s --admin-token-file %s
   curl -H "Authorization: Bearer $(cat %s)" %s/metrics
 `, gw.AdminSocket, gw.AdminSocket, st.Nodes[0].Name, gw.AdminSocket, gw.AdminURL, gw.AdminTokenFile, gw.AdminTokenFile, gw.AdminURL)
+	fmt.Printf(`
+User CAs (one per gateway; the nodes trust %s and read the KRL %s at every login):
+`, st.TrustedUserCAKeys, st.RevokedKeys)
+	for _, g := range st.Gateways {
+		fmt.Printf("  %s %s\n", g.Name, g.UserCAFingerprint)
+	}
+	fmt.Printf("  ssh-keygen -k -u -f %s %s    # drop %s: its logins are refused from the next one\n",
+		st.RevokedKeys, gw.UserCAPub, gw.Name)
 	if sl := st.Slurm; sl != nil {
 		fmt.Printf(`
 Slurm (accounts %s, partitions %s; every user above is a Unix user here):

@@ -27,8 +27,10 @@
 //	err = dc.CreateGroup(ctx, "nlp-lab", "gpu-users") // nlp-lab is nested in gpu-users
 //	alice, err := dc.CreateUser(ctx, "alice", "Al1ce-Passw0rd!", "nlp-lab")
 //	err = dc.SetSSHKey(ctx, "alice", "ssh-ed25519 AAAA... alice@laptop")
-//	cfg := ad.Config{URLs: []string{dc.URL()}, BaseDN: dc.BaseDN(), BindDN: dc.AdminDN(),
-//		BindPassword: dc.AdminPassword(), CAFile: dc.CAFile(), Domain: dc.Domain()}
+//	cfg := ad.DefaultConfig()
+//	cfg.URLs, cfg.BaseDN, cfg.BindDN = []string{dc.URL()}, dc.BaseDN(), dc.AdminDN()
+//	cfg.BindPassword, cfg.CAFile, cfg.Domain = dc.AdminPassword(), dc.CAFile(), dc.Domain()
+//	cfg.Derive() // upn_suffixes from base_dn
 //
 // Passwords must meet AD's complexity rules: at least 7 characters from
 // three of upper case, lower case, digits and symbols. From a shell, with
