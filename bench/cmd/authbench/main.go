@@ -50,9 +50,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 	"github.com/frontdoor-hpc/frontdoor/test/harness/samba"
@@ -219,15 +221,15 @@ func run(ctx context.Context, out, bin, dcAddr, nodeAddr string, samples, conc i
 
 	// gwKey and gwPw cache identities for 10 minutes; gwNoCache asks AD on
 	// every login.
-	gwKey, err := b.gateway(ctx, "gw-key", map[string]any{"cache_ttl": "10m"})
+	gwKey, err := b.gateway(ctx, "gw-key", cacheFor(10*time.Minute))
 	if err != nil {
 		return err
 	}
-	gwPw, err := b.gateway(ctx, "gw-pw", map[string]any{"cache_ttl": "10m"})
+	gwPw, err := b.gateway(ctx, "gw-pw", cacheFor(10*time.Minute))
 	if err != nil {
 		return err
 	}
-	gwNoCache, err := b.gateway(ctx, "gw-nocache", map[string]any{"cache_ttl": "1ms"})
+	gwNoCache, err := b.gateway(ctx, "gw-nocache", cacheFor(time.Millisecond))
 	if err != nil {
 		return err
 	}
@@ -345,9 +347,10 @@ type gw struct {
 	cmd  *exec.Cmd
 }
 
-// gateway writes a configuration with the AD directory (adExtra overrides
-// keys of directory.ad) and starts `frontdoor gateway` on a free port.
-func (b *bench) gateway(ctx context.Context, name string, adExtra map[string]any) (*gw, error) {
+// gateway writes a configuration with the AD directory (edit, unless nil,
+// changes the directory.ad section) and starts `frontdoor gateway` on a
+// free port.
+func (b *bench) gateway(ctx context.Context, name string, edit func(*ad.Config)) (*gw, error) {
 	dir := filepath.Join(b.dir, name)
 	port, err := harness.FreePort("127.0.0.1")
 	if err != nil {
@@ -358,34 +361,25 @@ func (b *bench) gateway(ctx context.Context, name string, adExtra map[string]any
 		Name: name, Listen: addr, Keys: b.keys, Nodes: []harness.NodeEntry{b.node.Entry("general")},
 		UsersFile: filepath.Join(dir, "unused.yaml"), LogLevel: "warn",
 		Rules: []policy.Rule{{Name: "users", Groups: []string{"fdab-users"}, Pools: []string{"general"}}},
+		Edit: func(c *config.Config) {
+			a := harness.ADConfig(b.dc)
+			a.PoolSize = 8
+			if edit != nil {
+				edit(&a)
+			}
+			c.Directory.Kind, c.Directory.AD = source.KindAD, a
+			// The refusal timing sends many wrong passwords; keep the
+			// throttle out of the figures anyway.
+			harness.GenerousThrottle(&c.Throttle)
+			c.Throttle.UserFailures, c.Throttle.UserSourceFailures = 1000, 1000
+			// Every client here is on loopback, where real users come
+			// from many addresses: the per-source admission and lookup
+			// bounds would measure themselves (10 connections a second
+			// from one address), not the gateway and the DC.
+			c.Gateway.AdmissionExempt = []string{"127.0.0.0/8"}
+		},
 	})
 	if err != nil {
-		return nil, err
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return nil, err
-	}
-	adc := map[string]any{
-		"urls": []string{b.dc.URL()}, "ca_file": b.dc.CAFile(), "base_dn": b.dc.BaseDN(),
-		"bind_dn": b.dc.AdminDN(), "bind_password": b.dc.AdminPassword(), "domain": b.dc.Domain(),
-		"pool_size": 8,
-	}
-	for k, v := range adExtra {
-		adc[k] = v
-	}
-	doc["directory"] = map[string]any{"kind": "ad", "ad": adc}
-	// The refusal timing sends many wrong passwords; keep the throttle out
-	// of the figures anyway.
-	doc["throttle"] = map[string]any{"user_failures": 1000, "source_failures": 100000, "base_delay": "1ns", "max_delay": "1ns"}
-	if raw, err = yaml.Marshal(doc); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(b.bin, "gateway", "--config", path)
@@ -410,6 +404,11 @@ func (b *bench) gateway(ctx context.Context, name string, adExtra map[string]any
 		return nil, fmt.Errorf("gateway %s did not start (see %s): %w", name, logf.Name(), err)
 	}
 	return &gw{addr: addr, cmd: cmd}, nil
+}
+
+// cacheFor sets directory.ad.cache_ttl.
+func cacheFor(ttl time.Duration) func(*ad.Config) {
+	return func(a *ad.Config) { a.CacheTTL = ttl }
 }
 
 // login performs one full login (key exchange, authentication, and at the
@@ -521,7 +520,7 @@ func markdown(r result) string {
 	} {
 		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %.1f |\n", l.name, l.l.P50, l.l.P99, l.l.Max)
 	}
-	fmt.Fprintf(&b, "\nSustained logins against one DC (%d concurrent Go clients, %.0f s each):\n\n", r.RateKeyWarm.Concurrency, r.RateKeyWarm.Seconds)
+	fmt.Fprintf(&b, "\nSustained logins against one DC (%d concurrent Go clients from one address, %.0f s each; loopback is in admission_exempt, as a campus NAT would be, so the per-source bounds stay out of the figures):\n\n", r.RateKeyWarm.Concurrency, r.RateKeyWarm.Seconds)
 	fmt.Fprintf(&b, "| logins | per second | errors | p50 ms | p99 ms | gateway CPU ms/login | DC CPU ms/login |\n|---|---|---|---|---|---|---|\n")
 	for _, x := range []struct {
 		name string

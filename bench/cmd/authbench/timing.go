@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
+	"github.com/frontdoor-hpc/frontdoor/test/harness"
 	"github.com/frontdoor-hpc/frontdoor/test/harness/samba"
 	"github.com/frontdoor-hpc/frontdoor/test/harness/slowlink"
 	"github.com/frontdoor-hpc/frontdoor/test/harness/stats"
@@ -49,14 +50,7 @@ func (b *bench) refusalTiming(ctx context.Context, account string, n int) ([]Tim
 			return nil, err
 		}
 		defer link.Close()
-		viaLink := map[string]any{"urls": []string{"ldaps://" + link.Addr()}, "tls_server_name": b.dc.Addr(), "negative_cache_ttl": "1ms"}
-		with := func(k string, v any) map[string]any {
-			m := map[string]any{k: v}
-			for k, v := range viaLink {
-				m[k] = v
-			}
-			return m
-		}
+		with := func(ttl time.Duration) func(*ad.Config) { return viaLink(link, b.dc, ttl) }
 		if delay == 40*time.Millisecond {
 			t, err := b.directLookups(ctx, link, account, n)
 			if err != nil {
@@ -64,7 +58,7 @@ func (b *bench) refusalTiming(ctx context.Context, account string, n int) ([]Tim
 			}
 			out = append(out, t)
 		}
-		cold, err := b.gateway(ctx, fmt.Sprintf("gw-timing-cold-%v", delay), with("cache_ttl", "1ms"))
+		cold, err := b.gateway(ctx, fmt.Sprintf("gw-timing-cold-%v", delay), with(time.Millisecond))
 		if err != nil {
 			return nil, err
 		}
@@ -77,7 +71,7 @@ func (b *bench) refusalTiming(ctx context.Context, account string, n int) ([]Tim
 			{"wrong password, nothing cached", cold, pwAuth},
 		}
 		if delay == 40*time.Millisecond {
-			cached, err := b.gateway(ctx, "gw-timing-cached", with("cache_ttl", "10m"))
+			cached, err := b.gateway(ctx, "gw-timing-cached", with(10*time.Minute))
 			if err != nil {
 				return nil, err
 			}
@@ -103,11 +97,20 @@ func (b *bench) refusalTiming(ctx context.Context, account string, n int) ([]Tim
 	return out, nil
 }
 
+// viaLink points a directory at dc through link, identities cached for
+// ttl, made-up names never.
+func viaLink(link *slowlink.Link, dc *samba.DC, ttl time.Duration) func(*ad.Config) {
+	return func(a *ad.Config) {
+		a.URLs, a.TLSServerName = []string{"ldaps://" + link.Addr()}, dc.Addr()
+		a.CacheTTL, a.NegativeCacheTTL = ttl, time.Millisecond
+	}
+}
+
 // directLookups times the directory itself through link: the oracle.
 func (b *bench) directLookups(ctx context.Context, link *slowlink.Link, account string, n int) (Timing, error) {
-	d, err := ad.New(ad.Config{URLs: []string{"ldaps://" + link.Addr()}, TLSServerName: b.dc.Addr(), CAFile: b.dc.CAFile(),
-		BaseDN: b.dc.BaseDN(), BindDN: b.dc.AdminDN(), BindPassword: b.dc.AdminPassword(), Domain: b.dc.Domain(),
-		CacheTTL: time.Millisecond, NegativeCacheTTL: time.Millisecond}, slog.New(slog.DiscardHandler))
+	c := harness.ADConfig(b.dc)
+	viaLink(link, b.dc, time.Millisecond)(&c)
+	d, err := ad.New(c, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return Timing{}, err
 	}
