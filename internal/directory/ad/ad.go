@@ -12,7 +12,7 @@
 // directory.ErrNotChecked when the password went nowhere), and a
 // background loop reconnects with exponential backoff; a login that
 // arrives meanwhile asks it to try at once (at most every Config.RetryMin),
-// and a password login waits (up to Config.Timeout) for that attempt.
+// and a password login waits (up to half a second) for that attempt.
 //
 // Group names in Identity.Groups are sAMAccountNames lower-cased, like
 // Identity.Name, so policies can compare them without caring about case.
@@ -426,10 +426,10 @@ func (d *Directory) VerifyPassword(ctx context.Context, name, password string) (
 	}
 	if d.Offline() {
 		// Only a DC can check the password: try one now rather than
-		// wait for the reconnect backoff, for as long as any request
-		// to a DC may take (a fixed shorter wait refused logins on a
-		// loaded machine while the DC was back but slow to handshake).
-		pctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+		// wait for the reconnect backoff. A DC that is back answers
+		// within moments; one still hung would cost the whole timeout,
+		// past the gateway's password refusal delay.
+		pctx, cancel := context.WithTimeout(ctx, probeWait)
 		d.probeNow(pctx)
 		cancel()
 	}
@@ -597,6 +597,10 @@ func (d *Directory) reconnect() {
 		wait = min(2*wait, d.cfg.RetryMax)
 	}
 }
+
+// probeWait is how long a password check while offline waits for the
+// reconnect attempt it asked for.
+const probeWait = 500 * time.Millisecond
 
 // probeNow asks the reconnect loop, while offline, for an attempt now (no
 // sooner than RetryMin after the last one began). With ctx it also waits
