@@ -35,9 +35,9 @@ type Backend struct {
 	// a node silent for two intervals is dropped. 0: never probed.
 	KeepaliveInterval time.Duration `yaml:"keepalive_interval"`
 	// Preconnect opens a TCP connection to the most likely node as soon as
-	// a client has sent its first bytes, so sshd's per-connection fork and
-	// re-exec overlap the client's handshake (about 40 ms saved per
-	// login). A wrong guess costs the node one unused connection
+	// a client has sent its SSH version and the start of its key exchange,
+	// so sshd's per-connection fork and re-exec overlap the client's
+	// handshake (about 40 ms saved per login). A wrong guess costs the node one unused connection
 	// ("Connection closed ... [preauth]" in its log).
 	Preconnect bool `yaml:"preconnect"`
 	// SpeculativeMax bounds the node connections opened before a client
@@ -48,6 +48,13 @@ type Backend struct {
 	// SpeculativePerNode is SpeculativeMax for one node; keep it below the
 	// nodes' sshd MaxStartups start value.
 	SpeculativePerNode int `yaml:"speculative_per_node"`
+	// SpeculativePerSource is SpeculativeMax for one client source (an
+	// IPv4 address or an IPv6 /64; gateway.admission_exempt sources only
+	// meet the other two bounds). A preconnection also waits for the
+	// client's SSH identification string and the header of its first key
+	// exchange message, so a port scanner or a client sending noise costs
+	// no node anything.
+	SpeculativePerSource int `yaml:"speculative_per_source"`
 	// MinUID refuses directory accounts whose uid is known and below it
 	// (system accounts); 0 disables the floor.
 	MinUID int `yaml:"min_uid"`
@@ -59,15 +66,16 @@ type Backend struct {
 // DefaultBackend returns the backend section's defaults.
 func DefaultBackend() Backend {
 	return Backend{
-		ConnectTimeout:     5 * time.Second,
-		CertValidity:       5 * time.Minute,
-		MaxAttempts:        3,
-		KeepaliveInterval:  30 * time.Second,
-		Preconnect:         true,
-		SpeculativeMax:     64,
-		SpeculativePerNode: 8,
-		MinUID:             1000,
-		DenyPrincipals:     DefaultDenyPrincipals(),
+		ConnectTimeout:       5 * time.Second,
+		CertValidity:         5 * time.Minute,
+		MaxAttempts:          3,
+		KeepaliveInterval:    30 * time.Second,
+		Preconnect:           true,
+		SpeculativeMax:       64,
+		SpeculativePerNode:   8,
+		SpeculativePerSource: 2,
+		MinUID:               1000,
+		DenyPrincipals:       DefaultDenyPrincipals(),
 	}
 }
 
@@ -101,7 +109,8 @@ func (b Backend) Validate() error {
 	for _, n := range []struct {
 		key string
 		v   int
-	}{{"speculative_max", b.SpeculativeMax}, {"speculative_per_node", b.SpeculativePerNode}} {
+	}{{"speculative_max", b.SpeculativeMax}, {"speculative_per_node", b.SpeculativePerNode},
+		{"speculative_per_source", b.SpeculativePerSource}} {
 		if n.v < 1 {
 			add(n.key, "must be at least 1")
 		}

@@ -139,6 +139,40 @@ type Gateway struct {
 	// whoever they are for: each may hash with argon2id (64 MiB) or hold
 	// an LDAP bind. 0: the number of CPUs, at least 2.
 	MaxPasswordChecks int `yaml:"max_password_checks"`
+	// KeyRefusalDelay is when a public key offered for a name is refused,
+	// counted from the first request naming it on the connection, whether
+	// the directory answered sooner or not at all (then the key is refused
+	// unseen, unless the directory's cache knew it, and the answer is
+	// cached for the next connection); later refusals for that name on the
+	// connection go at once. A stranger timing refusals sees this delay
+	// for every name, whether it exists, is cached, or AD is slow. Keep it
+	// above the slowest healthy lookup (a cold search with nested groups);
+	// at most AuthTimeout.
+	KeyRefusalDelay time.Duration `yaml:"key_refusal_delay"`
+	// PasswordRefusalDelay is when a wrong password (or keyboard-interactive
+	// answer) is refused, counted from its arrival, for known and unknown
+	// names alike; a check the directory has not answered by then goes on
+	// in the background (its outcome counts in the throttle) and the
+	// attempt is refused. Keep it above the slowest healthy lookup plus
+	// bind; at most AuthTimeout.
+	PasswordRefusalDelay time.Duration `yaml:"password_refusal_delay"`
+	// MaxLookups bounds directory lookups running at once for clients that
+	// have not authenticated yet, from everyone together; more wait their
+	// turn, taken round-robin by source, so a flood from one source never
+	// queues another's login. Keep it at most the directory's pool_size.
+	MaxLookups int `yaml:"max_lookups"`
+	// PerSourceLookups bounds those lookups running at once for one source
+	// (an IPv4 address or an IPv6 /64; AdmissionExempt sources are not
+	// limited per source).
+	PerSourceLookups int `yaml:"per_source_lookups"`
+	// PerSourceLookupRate is how many names per second one source may have
+	// looked up on average; a name over the limit is refused unseen (at
+	// the refusal delay, like any other). An honest client names one user
+	// per connection, so it matches PerSourceRate.
+	PerSourceLookupRate float64 `yaml:"per_source_lookup_rate"`
+	// PerSourceLookupBurst is how many names one source may have looked up
+	// at once, above PerSourceLookupRate (it matches PerSourceBurst).
+	PerSourceLookupBurst int `yaml:"per_source_lookup_burst"`
 	// KexAlgorithms are the key exchanges clients may negotiate, like
 	// sshd_config's KexAlgorithms; no weaker than OpenSSH's own defaults:
 	// the post-quantum hybrid first, nothing SHA-1.
@@ -179,6 +213,12 @@ func DefaultGateway() Gateway {
 		PerSourceMaxStartups: 20,
 		PerSourceRate:        10,
 		PerSourceBurst:       40,
+		KeyRefusalDelay:      500 * time.Millisecond,
+		PasswordRefusalDelay: time.Second,
+		MaxLookups:           4,
+		PerSourceLookups:     2,
+		PerSourceLookupRate:  10,
+		PerSourceLookupBurst: 40,
 		KexAlgorithms:        DefaultKexAlgorithms(),
 		Ciphers:              DefaultCiphers(),
 		MACs:                 DefaultMACs(),
@@ -249,7 +289,8 @@ func (g Gateway) Validate() error {
 		v   int
 	}{{"max_auth_tries", g.MaxAuthTries}, {"max_connections", g.MaxConnections}, {"max_channels", g.MaxChannels}, {"max_startups", g.MaxStartups},
 		{"per_source_max_startups", g.PerSourceMaxStartups}, {"per_source_burst", g.PerSourceBurst},
-		{"max_password_checks", g.MaxPasswordChecks}} {
+		{"max_password_checks", g.MaxPasswordChecks}, {"max_lookups", g.MaxLookups},
+		{"per_source_lookups", g.PerSourceLookups}, {"per_source_lookup_burst", g.PerSourceLookupBurst}} {
 		if n.v < 1 {
 			add(n.key, "must be at least 1")
 		}
@@ -259,6 +300,17 @@ func (g Gateway) Validate() error {
 	}
 	if g.PerSourceRate <= 0 {
 		add("per_source_rate", "must be positive (connections per second)")
+	}
+	if g.PerSourceLookupRate <= 0 {
+		add("per_source_lookup_rate", "must be positive (names per second)")
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"key_refusal_delay", g.KeyRefusalDelay}, {"password_refusal_delay", g.PasswordRefusalDelay}} {
+		if d.v <= 0 || d.v > g.AuthTimeout {
+			add(d.key, "must be positive and at most auth_timeout (%s)", g.AuthTimeout)
+		}
 	}
 	for i, a := range g.AdmissionExempt {
 		if _, err := parsePrefix(a); err != nil {

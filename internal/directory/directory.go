@@ -62,6 +62,16 @@ type Lister interface {
 	Members(ctx context.Context, group string) ([]string, error)
 }
 
+// Staler is implemented by directories that cache identities. Stale is
+// what the cache last knew of name, however long ago (within the
+// directory's own offline limits: never an account it has since seen
+// refused or deleted), without asking the source. The gateway uses it only
+// to decide whether a client may go on to prove a key while the source is
+// slow; the login itself waits for a fresh answer.
+type Staler interface {
+	Stale(name string) (Identity, bool)
+}
+
 // ErrNoSuchGroup: Members was asked for a group the directory does not
 // have.
 var ErrNoSuchGroup = errors.New("no such group")
@@ -81,6 +91,14 @@ var (
 	// ErrUnavailable: the source could not be reached and no usable cached
 	// answer exists.
 	ErrUnavailable = errors.New("directory unavailable")
+	// ErrNotChecked marks (errors.Is, alongside ErrUnavailable) a
+	// VerifyPassword that never showed the password to the source: no
+	// server was reachable, or the source was offline without a cached
+	// answer. Such an attempt says nothing about the password, so it must
+	// not count as a failure. Implementations add it only when sure the
+	// password went nowhere; an answer lost after the password was sent
+	// may still count at the source (AD's badPwdCount) and is not marked.
+	ErrNotChecked = errors.New("password not checked")
 )
 
 // Error carries a precise, audit-only reason (for example "ad: 775 account

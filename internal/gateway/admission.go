@@ -60,13 +60,9 @@ type admission struct {
 }
 
 type sourceState struct {
-	pending int       // unauthenticated connections now, waiting ones included
-	tokens  float64   // token bucket
-	at      time.Time // when tokens was computed
+	pending int // unauthenticated connections now, waiting ones included
+	bucket
 }
-
-// maxSources bounds the per-source table; idle entries are dropped first.
-const maxSources = 100000
 
 func newAdmission(lim AdmissionLimits, now func() time.Time) *admission {
 	return &admission{lim: lim, now: now, sources: map[string]*sourceState{}}
@@ -83,24 +79,21 @@ func (a *admission) admit(ctx context.Context, src string) (release func(), refu
 		if len(a.sources) >= maxSources {
 			a.prune(now)
 		}
-		s = &sourceState{tokens: float64(a.lim.PerSourceBurst), at: now}
+		s = &sourceState{bucket: newBucket(a.lim.PerSourceBurst, now)}
 		a.sources[src] = s
 	}
-	s.tokens = min(float64(a.lim.PerSourceBurst), s.tokens+now.Sub(s.at).Seconds()*a.lim.PerSourceRate)
-	s.at = now
 	if s.pending >= a.lim.PerSourceMaxStartups {
 		a.mu.Unlock()
 		return nil, admitPerSource
-	}
-	if s.tokens < 1 {
-		a.mu.Unlock()
-		return nil, admitRate
 	}
 	if a.total >= a.lim.MaxStartups && len(a.queue) >= a.lim.MaxStartupsQueue {
 		a.mu.Unlock()
 		return nil, admitFull
 	}
-	s.tokens--
+	if !s.take(now, a.lim.PerSourceRate, a.lim.PerSourceBurst) {
+		a.mu.Unlock()
+		return nil, admitRate
+	}
 	s.pending++
 	return a.take(ctx, s) // unlocks
 }
@@ -182,20 +175,8 @@ func (a *admission) releaser(s *sourceState) func() {
 // prune drops sources with nothing pending whose bucket is full again
 // (they would start afresh anyway); mu held.
 func (a *admission) prune(now time.Time) {
-	for k, s := range a.sources {
-		if s.pending == 0 && s.tokens+now.Sub(s.at).Seconds()*a.lim.PerSourceRate >= float64(a.lim.PerSourceBurst) {
-			delete(a.sources, k)
-		}
-	}
-	if len(a.sources) < maxSources {
-		return
-	}
-	for k, s := range a.sources { // still full: drop any idle one
-		if s.pending == 0 {
-			delete(a.sources, k)
-			return
-		}
-	}
+	pruneSources(a.sources, func(s *sourceState) bool { return s.pending == 0 },
+		func(s *sourceState) bool { return s.full(now, a.lim.PerSourceRate, a.lim.PerSourceBurst) })
 }
 
 // unauthenticated is the number of connections admitted and not yet

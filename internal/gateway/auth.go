@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"time"
 
@@ -48,24 +49,44 @@ func (c *conn) newRequest(typed string) {
 	}
 }
 
-// resolve looks a typed name (before '+') up once per connection. The
-// answer depends only on the name, so caching it cannot mix users up.
-func (c *conn) resolve(name string) (directory.Identity, error) {
+// maxNamesPerConn bounds the names one connection has looked up: a client
+// cycling names gains no memory, and further names are refused unseen.
+const maxNamesPerConn = 16
+
+// lookupTimeout bounds one directory lookup.
+const lookupTimeout = 10 * time.Second
+
+// errTooManyNames refuses a name beyond maxNamesPerConn.
+var errTooManyNames = errors.New("too many user names on one connection")
+
+// resolve returns the lookup of a typed name (before '+') on this
+// connection, starting it in the background the first time the name is
+// seen. The answer depends only on the name, so sharing it between the
+// connection's requests cannot mix users up.
+func (c *conn) resolve(name string) *lookup {
 	if l, ok := c.lookups[name]; ok {
-		return l.ident, l.err
+		return l
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
-	defer cancel()
-	id, err := c.srv.identify(ctx, name)
-	if len(c.lookups) < 16 { // a client cycling names gains no memory
-		c.lookups[name] = lookup{id, err}
+	l := &lookup{start: time.Now(), done: make(chan struct{})}
+	if len(c.lookups) >= maxNamesPerConn {
+		l.err = errTooManyNames
+		close(l.done)
+		return l
 	}
-	return id, err
+	c.lookups[name] = l
+	ctx, cancel := context.WithTimeout(c.ctx, lookupTimeout)
+	src := c.limitedSrc()
+	c.srv.background(func() {
+		defer cancel()
+		l.ident, l.err = c.srv.identify(ctx, src, name)
+		close(l.done)
+	})
+	return l
 }
 
-// authNone sees the user name the client announces first, and always fails.
-// It warms the identity cache so the key query that follows is answered
-// at once; it starts no work on any node.
+// authNone sees the user name the client announces first, and always fails,
+// at once (timing.go). It starts the name's lookup so the key query that
+// follows finds the answer ready; it starts no work on any node.
 func (c *conn) authNone(meta ssh.ConnMetadata) (*ssh.Permissions, error) {
 	c.newRequest(meta.User())
 	if c.fatal == nil {
@@ -86,7 +107,7 @@ func (c *conn) authPublicKey(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Per
 	if err := c.refuseAfterFatal(); err != nil {
 		return nil, err
 	}
-	a, ok := c.keyOwner(typed, key)
+	a, ok := c.keyOwner(typed, key, false)
 	if !ok {
 		return nil, errAuth
 	}
@@ -96,9 +117,11 @@ func (c *conn) authPublicKey(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Per
 }
 
 // keyOwner resolves the account a request names and checks that key is
-// one of its keys; a refusal is audited.
-func (c *conn) keyOwner(typed string, key ssh.PublicKey) (attempt, bool) {
-	start := time.Now()
+// one of its keys; a refusal is audited. Before the proof (a query) it
+// follows timing.go: the answer is waited for only until
+// key_refusal_delay, and a refusal goes no earlier. proven (the client
+// signed) waits for the answer however long it takes.
+func (c *conn) keyOwner(typed string, key ssh.PublicKey, proven bool) (attempt, bool) {
 	a := attempt{typed: typed, method: MethodPublicKey, key: key}
 	if _, isCert := key.(*ssh.Certificate); isCert {
 		c.auditAuth(a, "fail", "user certificates are not accepted")
@@ -110,30 +133,50 @@ func (c *conn) keyOwner(typed string, key ssh.PublicKey) (attempt, bool) {
 		return a, false
 	}
 	a.name, a.node = name, node
-	id, err := c.resolve(name)
-	if err != nil {
-		c.padRefusal(name, start)
-		c.auditAuth(a, "fail", directory.Reason(err))
-		return a, false
+	l := c.resolve(name)
+	switch {
+	case proven:
+		waitUntil(c.ctx, l.done, time.Now().Add(lookupTimeout))
+	case !l.refused:
+		waitUntil(c.ctx, l.done, l.start.Add(c.set.cfg.Gateway.KeyRefusalDelay))
 	}
-	a.ident = id
-	if !hasKey(id.Keys, key) {
-		c.padRefusal(name, start)
-		c.auditAuth(a, "fail", "key not authorized")
-		return a, false
+	reason := ""
+	switch {
+	case !l.answered() && !proven:
+		// The directory is late. What its cache last knew decides
+		// whether the client may go on to prove the key (at the
+		// refusal's time, so nothing is told); the login itself waits
+		// for the answer after the proof.
+		if id, ok := c.srv.stale(name); ok && hasKey(id.Keys, key) {
+			a.ident = id
+			return a, true
+		}
+		reason = "directory did not answer within key_refusal_delay"
+	case !l.answered():
+		reason = "directory did not answer"
+	case l.err != nil:
+		reason = directory.Reason(l.err)
+	case !hasKey(l.ident.Keys, key):
+		a.ident = l.ident
+		reason = "key not authorized"
+	default:
+		a.ident = l.ident
+		return a, true
 	}
-	return a, true
+	c.refuseKey(l)
+	c.auditAuth(a, "fail", reason)
+	return a, false
 }
 
-// padRefusal makes the first key refusal for name on this connection take
-// the lookup floor (see timing.go); later ones are answered from the
-// connection's cache for known and unknown names alike.
-func (c *conn) padRefusal(name string, start time.Time) {
-	if c.padded[name] || len(c.padded) >= 16 {
+// refuseKey holds the first key refusal for l's name on this connection
+// until key_refusal_delay after the name was first seen; later ones go at
+// once, for known and unknown names alike (timing.go).
+func (c *conn) refuseKey(l *lookup) {
+	if l.refused {
 		return
 	}
-	c.padded[name] = true
-	sleepUntil(c.ctx, start.Add(c.srv.refusalFloor()))
+	sleepUntil(c.ctx, l.start.Add(c.set.cfg.Gateway.KeyRefusalDelay))
+	l.refused = true
 }
 
 // authVerifiedKey runs once the client proved it holds key, as the user
@@ -150,7 +193,7 @@ func (c *conn) authVerifiedKey(meta ssh.ConnMetadata, key ssh.PublicKey, perms *
 		c.auditAuth(attempt{typed: typed, method: MethodPublicKey, key: key}, "fail", "internal: signed request does not match its query")
 		return nil, errAuth
 	}
-	a, ok := c.keyOwner(typed, key)
+	a, ok := c.keyOwner(typed, key, true)
 	if !ok {
 		return nil, errAuth
 	}
@@ -185,9 +228,21 @@ func (c *conn) authKeyboardInteractive(meta ssh.ConnMetadata, challenge ssh.Keyb
 	return c.passwordLogin(meta.User(), answers[0], MethodKbdInt)
 }
 
+// pwResult is the outcome of one password check.
+type pwResult struct {
+	id     directory.Identity
+	reason string // audit reason of a refusal ("" : the error's)
+	err    error
+}
+
 // passwordLogin verifies a password through the throttle (see
 // throttle.go) and logs in as the account the directory accepted it for.
+// A refusal goes password_refusal_delay after the attempt arrived
+// (timing.go); the check runs on its own goroutine so that one still
+// running then can go on (its outcome counts in the throttle) while the
+// client hears its refusal.
 func (c *conn) passwordLogin(typed, pw, method string) (*ssh.Permissions, error) {
+	start := time.Now()
 	a := attempt{typed: typed, method: method}
 	name, node, err := login.SplitUser(typed)
 	if err != nil {
@@ -199,25 +254,56 @@ func (c *conn) passwordLogin(typed, pw, method string) (*ssh.Permissions, error)
 		c.auditAuth(a, "fail", "empty password")
 		return nil, errAuth
 	}
-	start := time.Now()
-	account := ""
-	if id, err := c.resolve(name); err == nil {
-		a.ident = id // names the account in the audit; the login uses only what VerifyPassword returns
-		account = id.Name
-	}
-	id, reason, err := c.srv.checkPassword(c.ctx, c.srcK, account, name, pw)
-	if err != nil {
-		// Unknown names and wrong passwords answer alike (see
-		// failureFloor).
-		sleepUntil(c.ctx, start.Add(max(failureFloor, c.srv.refusalFloor())))
-		if reason == "" {
-			reason = directory.Reason(err)
+	l := c.resolve(name)
+	res := make(chan pwResult, 1)
+	ctx, srcK := c.ctx, c.srcK
+	c.srv.background(func() {
+		// The account names the throttle's key; the login uses only what
+		// VerifyPassword returns.
+		account := ""
+		if waitUntil(ctx, l.done, time.Now().Add(lookupTimeout)) && l.err == nil {
+			account = l.ident.Name
 		}
-		c.auditAuth(a, "fail", reason)
+		id, reason, err := c.srv.checkPassword(ctx, srcK, account, name, pw)
+		res <- pwResult{id, reason, err}
+	})
+	deadline := start.Add(c.set.cfg.Gateway.PasswordRefusalDelay)
+	tm := time.NewTimer(time.Until(deadline))
+	defer tm.Stop()
+	var r pwResult
+	select {
+	case r = <-res:
+	case <-tm.C:
+		// Refused now; audited once the check ends, with its outcome.
+		late := a
+		c.srv.background(func() {
+			r := <-res
+			reason := r.reason
+			switch {
+			case r.err == nil && reason == "":
+				reason = "right password, answered after password_refusal_delay: refused"
+			case reason == "":
+				reason = directory.Reason(r.err) + " (answered after password_refusal_delay)"
+			}
+			c.auditAuth(late, "fail", reason)
+		})
 		return nil, errAuth
+	case <-c.ctx.Done():
+		r.reason = "connection ended during the password check"
 	}
-	a.ident = id
-	return c.login(a)
+	if r.reason == "" && r.err == nil {
+		a.ident = r.id
+		return c.login(a)
+	}
+	sleepUntil(c.ctx, deadline)
+	if l.answered() && l.err == nil {
+		a.ident = l.ident // names the account in the audit
+	}
+	if r.reason == "" {
+		r.reason = directory.Reason(r.err)
+	}
+	c.auditAuth(a, "fail", r.reason)
+	return nil, errAuth
 }
 
 // refuseAfterFatal ends a connection that keeps trying after a proven user
@@ -270,7 +356,7 @@ func (c *conn) serverConfig() *ssh.ServerConfig {
 		cfg.BannerCallback = func(ssh.ConnMetadata) string { return b }
 	}
 	for _, k := range c.set.hostKeys {
-		cfg.AddHostKey(k)
+		cfg.AddHostKey(c.kex.wrap(k)) // limits.go: key exchanges before authentication
 	}
 	return cfg
 }

@@ -24,9 +24,15 @@ func (m meta) LocalAddr() net.Addr   { return &net.TCPAddr{IP: net.IPv4(127, 0, 
 // calling the callbacks in the order a (hostile) client chooses.
 func testConn(t *testing.T, tg *testGateway) *conn {
 	t.Helper()
+	return testConnFrom(t, tg, meta{}.RemoteAddr())
+}
+
+// testConnFrom is testConn for a client at from.
+func testConnFrom(t *testing.T, tg *testGateway, from net.Addr) *conn {
+	t.Helper()
 	a, b := net.Pipe()
 	t.Cleanup(func() { a.Close(); b.Close() })
-	c := newConn(tg.gw.closing, tg.gw, tg.gw.set.Load(), addrConn{a, meta{}.RemoteAddr()})
+	c := newConn(tg.gw.closing, tg.gw, tg.gw.set.Load(), addrConn{a, from})
 	t.Cleanup(c.abort)
 	return c
 }

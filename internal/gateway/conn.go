@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,36 +27,59 @@ import (
 // authentication callbacks and the backend login use. *Gateway implements
 // it; tests can stand in for it.
 type server interface {
-	// identify looks name up in the directory; the time it takes feeds
-	// the refusal padding (timing.go).
-	identify(ctx context.Context, name string) (directory.Identity, error)
-	// refusalFloor is the least time a first refusal for a name takes.
-	refusalFloor() time.Duration
+	// identify looks name up in the directory for a client from srcKey,
+	// through the lookup gate (lookupgate.go).
+	identify(ctx context.Context, srcKey, name string) (directory.Identity, error)
+	// stale is what the directory's cache last knew of name, without
+	// asking it (directory.Staler; false when it does not cache).
+	stale(name string) (directory.Identity, bool)
 	// checkPassword verifies a password through the bans and the throttle
 	// (throttle.go). account is the resolved account name, or "" when the
 	// name is unknown. On failure reason is the audit reason.
 	checkPassword(ctx context.Context, srcKey, account, name, pw string) (id directory.Identity, reason string, err error)
+	// background runs f on a goroutine the gateway waits for when it
+	// closes (a password check that outlives its refusal).
+	background(f func())
 	// decide runs the login decision for id over the current view of the
 	// nodes; prefer names a node a connection is already open to.
 	decide(id directory.Identity, explicit, prefer string) (login.Input, login.Outcome)
 	// guess is the node a login will most likely use, before its user is
 	// known.
 	guess() (node.Node, bool)
-	// speculative takes a place for a node connection opened before the
-	// client proved anything.
-	speculative(node string) (release func(), ok bool)
+	// speculative takes a place for a node connection opened before a
+	// client from srcKey proved anything.
+	speculative(node, srcKey string) (release func(), ok bool)
 	// reserveSession takes one of user's session slots (max 0: no cap).
 	reserveSession(user string, max int) (release func(), ok bool)
 	// nodeFailed reports a login to n that failed with err.
 	nodeFailed(n node.Node, user string, err error)
 	// record writes an audit event.
 	record(audit.Event)
+	// limited counts a stranger's request refused by a limit (a metric
+	// label: kex, lookup_rate, lookup_queue).
+	limited(reason string)
 }
 
-// lookup is a cached directory answer for one typed name.
+// lookup is the directory's answer for one typed name on one connection,
+// asked once, in the background, by the first request naming it.
 type lookup struct {
+	start time.Time     // when the first request named it
+	done  chan struct{} // closed once ident and err are set
 	ident directory.Identity
 	err   error
+	// refused is set once a key refusal for the name was sent: later
+	// ones go at once (timing.go). Only the auth callbacks touch it.
+	refused bool
+}
+
+// answered reports whether the lookup has ended, without waiting.
+func (l *lookup) answered() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // conn is the authentication state of one client connection. x/crypto
@@ -74,8 +96,8 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	lookups map[string]lookup // directory answers by typed name (before '+')
-	padded  map[string]bool   // names whose first key refusal was padded
+	lookups map[string]*lookup // directory answers by typed name (before '+')
+	kex     kexBudget          // key exchanges before authentication
 	// pre is the speculative TCP connection (see preconn). It is set from
 	// the first read of the client's bytes, hence atomic.
 	pre  atomic.Pointer[preconn]
@@ -174,8 +196,10 @@ func (s *speculation) abort() {
 func newConn(closing context.Context, srv server, set *settings, nc net.Conn) *conn {
 	ctx, cancel := context.WithTimeout(closing, set.cfg.Gateway.LoginGraceTime)
 	src := nc.RemoteAddr().String()
-	return &conn{srv: srv, set: set, nc: nc, id: newSessionID(), src: src, srcK: SourceKey(src), ctx: ctx, cancel: cancel,
-		lookups: map[string]lookup{}, padded: map[string]bool{}}
+	c := &conn{srv: srv, set: set, nc: nc, id: newSessionID(), src: src, srcK: SourceKey(src), ctx: ctx, cancel: cancel,
+		lookups: map[string]*lookup{}}
+	c.kex.over = func() { srv.limited("kex") }
+	return c
 }
 
 // newSessionID returns a short random ID shared by logs, audit events and
@@ -228,16 +252,17 @@ func (c *conn) takePreconn(t node.Node) *preconn {
 	return pc
 }
 
-// preconnectOnFirstBytes wraps nc so that the preconnection to the likely
-// node starts when the client sends its first bytes (its SSH version):
-// a port scanner or a silent connection costs no node anything.
-func (c *conn) preconnectOnFirstBytes(nc net.Conn) net.Conn {
-	return &firstRead{Conn: nc, fn: func() {
+// preconnectOnHello wraps nc so that the preconnection to the likely node
+// starts once the client has sent its SSH hello (hello.go): a port
+// scanner, a silent connection or one sending noise costs no node
+// anything.
+func (c *conn) preconnectOnHello(nc net.Conn) net.Conn {
+	return &helloConn{Conn: nc, fn: func() {
 		t, ok := c.srv.guess()
 		if !ok {
 			return
 		}
-		release, ok := c.srv.speculative(t.Name)
+		release, ok := c.srv.speculative(t.Name, c.limitedSrc())
 		if !ok {
 			return
 		}
@@ -245,17 +270,11 @@ func (c *conn) preconnectOnFirstBytes(nc net.Conn) net.Conn {
 	}}
 }
 
-// firstRead calls fn once, when the first bytes arrive.
-type firstRead struct {
-	net.Conn
-	once sync.Once
-	fn   func()
-}
-
-func (f *firstRead) Read(p []byte) (int, error) {
-	n, err := f.Conn.Read(p)
-	if n > 0 {
-		f.once.Do(f.fn)
+// limitedSrc is the source key per-source limits apply to, or "" for a
+// source in admission_exempt.
+func (c *conn) limitedSrc() string {
+	if c.set.exemptSource(c.srcK) {
+		return ""
 	}
-	return n, err
+	return c.srcK
 }

@@ -32,6 +32,7 @@ func (g *Gateway) Idle() <-chan struct{} {
 		if draining {
 			g.serving.Wait() // no Serve loop can start a handler any more
 			g.wg.Wait()
+			g.bg.Wait() // their lookups and password checks
 			close(done)
 		}
 	}()

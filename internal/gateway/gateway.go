@@ -27,7 +27,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,15 +104,15 @@ type Gateway struct {
 	audit    Auditor
 	metrics  *metrics
 	sessions *sessionTable
-	lookups  lookupTimes // recent directory lookup latencies (timing.go)
 
 	// Limits on connections and on the work strangers cause. A reload
 	// gives new limits (reload.go); slots and pw are replaced whole, and a
 	// connection gives back what it took to the one it took it from.
-	slots atomic.Pointer[chan struct{}] // one per allowed concurrent connection
-	admit *admission
-	spec  *specBudget // node connections before proof
-	pw    atomic.Pointer[passwordGate]
+	slots   atomic.Pointer[chan struct{}] // one per allowed concurrent connection
+	admit   *admission
+	lookups *lookupGate // directory lookups before proof
+	spec    *specBudget // node connections before proof
+	pw      atomic.Pointer[passwordGate]
 
 	rndMu sync.Mutex // rndMu protects rnd
 	rnd   *rand.Rand
@@ -129,6 +128,7 @@ type Gateway struct {
 
 	serving sync.WaitGroup // Serve loops
 	wg      sync.WaitGroup // connection handlers
+	bg      sync.WaitGroup // their background work (lookups, password checks)
 }
 
 // New builds a gateway from its configuration (validated by config.Load).
@@ -165,7 +165,8 @@ func NewPrepared(p *Prepared, d Deps) (*Gateway, error) {
 		audit:     d.Audit,
 		metrics:   newMetrics(),
 		admit:     newAdmission(admissionLimits(cfg.Gateway), time.Now),
-		spec:      newSpecBudget(cfg.Backend.SpeculativeMax, cfg.Backend.SpeculativePerNode),
+		lookups:   newLookupGate(lookupLimits(cfg.Gateway), time.Now),
+		spec:      newSpecBudget(cfg.Backend.SpeculativeMax, cfg.Backend.SpeculativePerNode, cfg.Backend.SpeculativePerSource),
 		rnd:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		listeners: map[net.Listener]struct{}{},
 	}
@@ -257,6 +258,7 @@ func (g *Gateway) Close() error {
 	g.mu.Unlock()
 	g.sessions.closeAll()
 	g.wg.Wait()
+	g.bg.Wait()
 	return nil
 }
 
@@ -296,7 +298,7 @@ func (g *Gateway) handle(nc net.Conn) {
 		defer stopLogin()
 		in := nc
 		if set.cfg.Backend.Preconnect {
-			in = c.preconnectOnFirstBytes(nc)
+			in = c.preconnectOnHello(nc)
 		}
 		var err error
 		sconn, chans, reqs, err = ssh.NewServerConn(in, c.serverConfig())
@@ -326,18 +328,19 @@ func (g *Gateway) handle(nc net.Conn) {
 // for one while ctx lasts.
 func (g *Gateway) admitConn(ctx context.Context, set *settings, src string) (release func(), refused string) {
 	key := SourceKey(src)
-	if a, err := netip.ParseAddr(key); err == nil {
-		for _, p := range set.exempt {
-			if p.Contains(a) {
-				// One shared source: only max_startups applies.
-				return g.admit.admitExempt(ctx)
-			}
-		}
+	if set.exemptSource(key) {
+		// One shared source: only max_startups applies.
+		return g.admit.admitExempt(ctx)
 	}
 	return g.admit.admit(ctx, key)
 }
 
 // admissionLimits are the admission settings of gc.
+func lookupLimits(gc config.Gateway) LookupLimits {
+	return LookupLimits{Max: gc.MaxLookups, PerSource: gc.PerSourceLookups,
+		PerSourceRate: gc.PerSourceLookupRate, PerSourceBurst: gc.PerSourceLookupBurst}
+}
+
 func admissionLimits(gc config.Gateway) AdmissionLimits {
 	return AdmissionLimits{MaxStartups: gc.MaxStartups, MaxStartupsQueue: gc.MaxStartupsQueue,
 		PerSourceMaxStartups: gc.PerSourceMaxStartups, PerSourceRate: gc.PerSourceRate, PerSourceBurst: gc.PerSourceBurst}
@@ -420,14 +423,42 @@ func (g *Gateway) Explain(ctx context.Context, typed string) (string, error) {
 
 // The server interface (conn.go): what a connection asks of the gateway.
 
-func (g *Gateway) identify(ctx context.Context, name string) (directory.Identity, error) {
+func (g *Gateway) identify(ctx context.Context, srcKey, name string) (directory.Identity, error) {
+	release, err := g.lookups.acquire(ctx, srcKey, srcKey != "")
+	if err != nil {
+		switch {
+		case errors.Is(err, errLookupRate):
+			g.limited("lookup_rate")
+		case errors.Is(err, errLookupQueue):
+			g.limited("lookup_queue")
+		}
+		return directory.Identity{}, &directory.Error{Kind: directory.ErrUnavailable, Reason: err.Error(), Err: err}
+	}
+	defer release()
 	start := time.Now()
 	id, err := g.set.Load().dir.Lookup(ctx, name)
-	g.lookups.record(time.Since(start))
+	took := time.Since(start)
+	g.metrics.lookupSeconds.Observe(took.Seconds())
+	g.log.Debug("directory lookup", "user", login.Sanitize(name), "src", srcKey, "took", took, "err", err)
 	return id, err
 }
 
-func (g *Gateway) refusalFloor() time.Duration { return g.lookups.floor() }
+func (g *Gateway) stale(name string) (directory.Identity, bool) {
+	if s, ok := g.set.Load().dir.(directory.Staler); ok {
+		return s.Stale(name)
+	}
+	return directory.Identity{}, false
+}
+
+func (g *Gateway) background(f func()) {
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		f()
+	}()
+}
+
+func (g *Gateway) limited(reason string) { g.metrics.limited.WithLabelValues(reason).Inc() }
 
 func (g *Gateway) checkPassword(ctx context.Context, srcKey, account, name, pw string) (directory.Identity, string, error) {
 	return g.pw.Load().check(ctx, srcKey, account, name, pw)
@@ -456,7 +487,9 @@ func (g *Gateway) guess() (node.Node, bool) {
 	return login.Guess(v, cfg.Route, time.Now(), g.rnd)
 }
 
-func (g *Gateway) speculative(node string) (func(), bool) { return g.spec.acquire(node) }
+func (g *Gateway) speculative(node, srcKey string) (func(), bool) {
+	return g.spec.acquire(node, srcKey)
+}
 
 func (g *Gateway) reserveSession(user string, max int) (func(), bool) {
 	return g.sessions.reserve(user, max)

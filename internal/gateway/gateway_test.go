@@ -22,6 +22,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/ca"
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
+	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/static"
 	"github.com/frontdoor-hpc/frontdoor/internal/inventory"
 	"github.com/frontdoor-hpc/frontdoor/internal/node"
@@ -49,6 +50,13 @@ const alicePassword = "correct horse battery"
 // startTestGatewayIn starts a test gateway that is a member of cl (may be
 // nil), with extra top-level YAML (e.g. a throttle section).
 func startTestGatewayIn(t *testing.T, cl *cluster.Cluster, extraYAML, nodes string, gatewayExtra ...string) *testGateway {
+	t.Helper()
+	return startTestGatewayWith(t, cl, nil, extraYAML, nodes, gatewayExtra...)
+}
+
+// startTestGatewayWith is startTestGatewayIn with the static directory
+// wrapped by wrap (nil: as it is), e.g. to make it slow.
+func startTestGatewayWith(t *testing.T, cl *cluster.Cluster, wrap func(directory.Directory) directory.Directory, extraYAML, nodes string, gatewayExtra ...string) *testGateway {
 	t.Helper()
 	dir := t.TempDir()
 	hostPub, err := ca.GenerateKeyFile(filepath.Join(dir, "host"), "")
@@ -82,19 +90,20 @@ policy:
     - {name: lab, groups: [lab], pools: [general]}
 audit: {file: audit.jsonl}
 ` + extraYAML
-	gw, addr := serveTestConfig(t, dir, yml, cl)
+	gw, addr := serveTestConfig(t, dir, yml, cl, wrap)
 	return &testGateway{addr: addr, hostKey: hostPub, userKey: userKey, bobKey: bobKey, audit: filepath.Join(dir, "audit.jsonl"), gw: gw}
 }
 
 // serveTestConfig parses yml as DIR/gateway.yaml and serves the SSH server
-// it describes (newTestServer) on 127.0.0.1 until the test ends.
-func serveTestConfig(t *testing.T, dir, yml string, cl *cluster.Cluster) (*Gateway, string) {
+// it describes (newTestServer, the directory wrapped by wrap unless nil)
+// on 127.0.0.1 until the test ends.
+func serveTestConfig(t *testing.T, dir, yml string, cl *cluster.Cluster, wrap func(directory.Directory) directory.Directory) (*Gateway, string) {
 	t.Helper()
 	cfg, err := config.Parse(filepath.Join(dir, "gateway.yaml"), []byte(yml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := newTestServer(t, cfg, cl)
+	gw := newTestServer(t, cfg, cl, wrap)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -111,11 +120,15 @@ func serveTestConfig(t *testing.T, dir, yml string, cl *cluster.Cluster) (*Gatew
 // parts it is given in production (static directory, node inventory and
 // its live view, audit file), as a member of cl if that is not nil. Whole
 // gateway processes are built by internal/assembly (test/harness).
-func newTestServer(t *testing.T, cfg *config.Config, cl *cluster.Cluster) *Gateway {
+func newTestServer(t *testing.T, cfg *config.Config, cl *cluster.Cluster, wrap func(directory.Directory) directory.Directory) *Gateway {
 	t.Helper()
+	var d directory.Directory
 	d, err := static.New(cfg.Directory.Static.File)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		d = wrap(d)
 	}
 	keys, err := node.LoadHostKeys(cfg.Backend.KnownHosts, cfg.Backend.InsecureIgnoreHostKeys)
 	if err != nil {

@@ -40,7 +40,7 @@ func (c *conn) speculate(a attempt) {
 		return
 	}
 	t := out.Targets[0]
-	release, ok := c.srv.speculative(t.Name)
+	release, ok := c.srv.speculative(t.Name, c.limitedSrc())
 	if !ok {
 		return
 	}
@@ -94,6 +94,7 @@ func (c *conn) login(a attempt) (*ssh.Permissions, error) {
 			return nil, c.fatalf(certMessage(err))
 		}
 		if err == nil {
+			c.kex.authed.Store(true) // re-keying is the client's business now
 			c.result = &loginResult{typed: a.typed, ident: a.ident, policy: out.Policy, method: a.method, backend: b, slot: slot}
 			c.auditAuth(a, audit.ResultOK, "")
 			return &ssh.Permissions{Extensions: map[string]string{

@@ -11,6 +11,8 @@ type metrics struct {
 	collectors      []prometheus.Collector
 	connections     prometheus.Counter
 	refused         *prometheus.CounterVec
+	limited         *prometheus.CounterVec
+	lookupSeconds   prometheus.Histogram
 	sessions        prometheus.Gauge
 	sessionsTotal   *prometheus.CounterVec
 	auth            *prometheus.CounterVec
@@ -24,6 +26,11 @@ func newMetrics() *metrics {
 			Name: "frontdoor_connections_total", Help: "Client TCP connections accepted."}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "frontdoor_connections_refused_total", Help: "Client connections refused before authentication, by reason (proxy_protocol, max_connections, max_startups, per_source_max_startups, per_source_rate)."}, []string{"reason"}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "frontdoor_preauth_limited_total", Help: "Requests of unauthenticated clients refused by a limit, by reason (kex: too many key exchanges; lookup_rate, lookup_queue: directory lookups)."}, []string{"reason"}),
+		lookupSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "frontdoor_directory_lookup_seconds", Help: "Directory lookups for clients before proof, from the lookup gate's grant to the answer: keep gateway.key_refusal_delay above its tail.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "frontdoor_sessions", Help: "Relayed SSH connections open now."}),
 		sessionsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -35,7 +42,7 @@ func newMetrics() *metrics {
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "frontdoor_relayed_bytes_total", Help: "Bytes relayed in finished sessions (up: client to node)."}, []string{"direction"}),
 	}
-	m.collectors = []prometheus.Collector{m.connections, m.refused, m.sessions, m.sessionsTotal, m.auth, m.backendFailures, m.bytes}
+	m.collectors = []prometheus.Collector{m.connections, m.refused, m.limited, m.lookupSeconds, m.sessions, m.sessionsTotal, m.auth, m.backendFailures, m.bytes}
 	return m
 }
 

@@ -32,7 +32,8 @@ func Prepare(cfg *config.Config, d Deps) (*Prepared, error) {
 func (g *Gateway) Apply(p *Prepared) {
 	gc := p.set.cfg.Gateway
 	g.admit.setLimits(admissionLimits(gc))
-	g.spec.setLimits(p.set.cfg.Backend.SpeculativeMax, p.set.cfg.Backend.SpeculativePerNode)
+	g.lookups.setLimits(lookupLimits(gc))
+	g.spec.setLimits(p.set.cfg.Backend.SpeculativeMax, p.set.cfg.Backend.SpeculativePerNode, p.set.cfg.Backend.SpeculativePerSource)
 	if cap(*g.slots.Load()) != gc.MaxConnections {
 		// Connections hold a place in the channel they took it from;
 		// for a while both limits' connections are open.
@@ -67,8 +68,17 @@ func (a *admission) setLimits(lim AdmissionLimits) {
 }
 
 // setLimits takes new bounds; places taken stay counted.
-func (b *specBudget) setLimits(max, perNode int) {
+func (b *specBudget) setLimits(max, perNode, perSource int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.max, b.perNode = max, perNode
+	b.max, b.perNode, b.perSource = max, perNode, perSource
+}
+
+// setLimits takes new lookup limits; lookups running stay counted, and a
+// higher max lets waiters in now.
+func (g *lookupGate) setLimits(lim LookupLimits) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.lim = lim
+	g.dispatch()
 }

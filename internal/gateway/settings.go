@@ -57,6 +57,26 @@ func newSettings(cfg *config.Config, d Deps) (*settings, error) {
 	}, nil
 }
 
+// exemptSource reports whether the client source key srcK (an IPv4
+// address or an IPv6 /64, see SourceKey) lies in admission_exempt: one
+// shared source for many users, not limited per source.
+func (s *settings) exemptSource(srcK string) bool {
+	p, err := netip.ParsePrefix(srcK)
+	if err != nil {
+		a, err := netip.ParseAddr(srcK)
+		if err != nil {
+			return false
+		}
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	for _, e := range s.exempt {
+		if e.Bits() <= p.Bits() && e.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
 // loadUserCA opens this gateway's user CA as cfg says — the key file
 // gateway.user_ca_key, or the KMS key gateway.user_ca_kms, whose public
 // key is read here, once, within its timeout — and returns the CA that

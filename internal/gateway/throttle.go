@@ -14,22 +14,31 @@ import (
 // Password guesses are what lock accounts out in AD, so every password
 // attempt passes three gates before it reaches the directory:
 //
-//  1. bans: with a gossip cluster, an account or source banned by any
-//     gateway is refused here (the gateway whose throttle trips bans it
-//     on all of them, so guesses spread over gateways meet one limit);
+//  1. bans: with a gossip cluster, an account, an (account, source) pair
+//     or a source banned by any gateway is refused here (the gateway whose
+//     throttle trips bans it on all of them, so guesses spread over
+//     gateways meet one limit);
 //  2. the throttle reservation (internal/throttle): one verification per
 //     account at a time, a few per source, attempts in flight counted
-//     against the allowance — a burst of N parallel guesses reaches the
-//     directory at most allowance times;
+//     against the allowances — a burst of N parallel guesses reaches the
+//     directory at most allowance times. The allowances are per (account,
+//     source) first and per account only when several sources fail, so a
+//     stranger cannot keep the owner off by failing on purpose;
 //  3. a global bound on verifications running at once (argon2id hashing
 //     at 64 MiB each, LDAP binds), whoever they are for.
+//
+// An attempt the directory never judged (no domain controller to ask,
+// directory.ErrNotChecked) counts against nothing: an outage must not end
+// in a throttle or a ban. One whose password reached a DC that then failed
+// to answer counts as a failure: AD may have counted it.
 //
 // Key logins never bind to AD and are not throttled.
 
 // Ban key namespaces in the cluster.
 const (
-	banUser = "user:"
-	banAddr = "addr:"
+	banUser = "user:" // the account, from every source
+	banPair = "pair:" // the account from one source: throttle.PairKey
+	banAddr = "addr:" // the source, whichever account
 )
 
 // errThrottled marks a password attempt refused before the directory.
@@ -72,7 +81,8 @@ func (g *passwordGate) check(ctx context.Context, srcKey, account, name, pw stri
 	r, wait, err := g.throttle.Reserve(ctx, key, srcKey)
 	switch {
 	case errors.Is(err, throttle.ErrThrottled):
-		return directory.Identity{}, fmt.Sprintf("throttled for %s after repeated failures", wait.Round(time.Second)), errThrottled
+		return directory.Identity{}, fmt.Sprintf("throttled for %s after repeated failures %s", wait.Round(time.Second),
+			whose(g.throttle.Waits(key, srcKey))), errThrottled
 	case err != nil:
 		return directory.Identity{}, "gave up waiting for another password attempt of the account or source", err
 	}
@@ -82,20 +92,39 @@ func (g *passwordGate) check(ctx context.Context, srcKey, account, name, pw stri
 		r.Release()
 		return directory.Identity{}, "gave up waiting for a password check slot", ctx.Err()
 	}
-	vctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	// Not cancelled with the client's connection: a bind cut off half-way
+	// may still count at AD, and then it must count here too.
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	id, err := g.dir.VerifyPassword(vctx, name, pw)
 	cancel()
 	<-g.checks
-	if err != nil {
-		// A directory that could not answer counts too: otherwise a
-		// guesser tries without limit while the DC is away (and against
-		// a password cache, when one is on).
+	switch {
+	case err == nil:
+		r.Success()
+		return id, "", nil
+	case errors.Is(err, directory.ErrNotChecked):
+		r.Release() // an answer the directory never gave is not a failed password
+	default:
+		// Wrong passwords, unknown names (counted like accounts, or the
+		// throttle would tell them apart), and answers lost after the
+		// password reached a DC.
 		r.Fail()
 		g.banIfTripped(key, srcKey)
-		return directory.Identity{}, "", err
 	}
-	r.Success()
-	return id, "", nil
+	return directory.Identity{}, "", err
+}
+
+// whose says which allowance a throttled attempt met, for the audit.
+func whose(w throttle.Waits) string {
+	switch w.Max() {
+	case 0:
+		return "(the throttle's table is full)"
+	case w.Account:
+		return "of the account (several sources)"
+	case w.Pair:
+		return "of the account from this address"
+	}
+	return "from this address"
 }
 
 // canonicalizer is implemented by directories where one user may type
@@ -113,36 +142,42 @@ func (g *passwordGate) accountKey(name string) string {
 	return name
 }
 
-// banned reports a cluster-wide ban of the account or source.
+// banned reports a cluster-wide ban of the account, of the account from
+// this source, or of the source.
 func (g *passwordGate) banned(key, src string) (wait time.Duration, why string, ok bool) {
 	if g.bans == nil {
 		return 0, "", false
 	}
 	now := time.Now()
-	if until, banned := g.bans.Banned(banUser + key); banned {
-		return until.Sub(now), "account banned cluster-wide", true
-	}
-	if until, banned := g.bans.Banned(banAddr + src); banned {
-		return until.Sub(now), "address banned cluster-wide", true
+	for _, b := range []struct{ key, why string }{
+		{banUser + key, "account banned cluster-wide"},
+		{banPair + throttle.PairKey(key, src), "account banned cluster-wide from this address"},
+		{banAddr + src, "address banned cluster-wide"},
+	} {
+		if until, banned := g.bans.Banned(b.key); banned {
+			return until.Sub(now), b.why, true
+		}
 	}
 	return 0, "", false
 }
 
-// banIfTripped bans the account or address cluster-wide, for as long as
-// the local throttle refuses it, once a failure tripped a limit.
+// banIfTripped bans the account, the pair or the address cluster-wide, for
+// as long as the local throttle refuses it, once a failure tripped a limit.
 func (g *passwordGate) banIfTripped(key, src string) {
 	if g.bans == nil {
 		return
 	}
 	now := time.Now()
-	if wait, ok := g.throttle.Check(key, ""); !ok {
-		if err := g.bans.Ban(banUser+key, now.Add(wait), "password failures"); err != nil {
-			g.log.Error("cluster ban failed", "user", key, "err", err)
+	w := g.throttle.Waits(key, src)
+	for _, b := range []struct {
+		wait time.Duration
+		key  string
+	}{{w.Account, banUser + key}, {w.Pair, banPair + throttle.PairKey(key, src)}, {w.Source, banAddr + src}} {
+		if b.wait <= 0 {
+			continue
 		}
-	}
-	if wait, ok := g.throttle.Check("", src); !ok {
-		if err := g.bans.Ban(banAddr+src, now.Add(wait), "password failures"); err != nil {
-			g.log.Error("cluster ban failed", "src", src, "err", err)
+		if err := g.bans.Ban(b.key, now.Add(b.wait), "password failures"); err != nil {
+			g.log.Error("cluster ban failed", "user", key, "src", src, "ban", b.key, "err", err)
 		}
 	}
 }

@@ -2,55 +2,45 @@ package gateway
 
 import (
 	"context"
-	"slices"
-	"sync"
 	"time"
 )
 
-// Refusals must not tell a stranger which accounts exist. An unknown name
-// and a known one with the wrong key (or password) are both refused, but
-// unpadded they take different times: a known user's first lookup also
-// fetches groups, a cached user answers at once, a password check binds to
-// AD only for an account that exists. So the first refusal for a name on
-// a connection answers no earlier than the lookup floor — above what
-// recent directory lookups took — and a refused password no earlier than
-// failureFloor or the lookup floor, whichever is later.
-
-// lookupTimes remembers how long recent directory lookups took.
-type lookupTimes struct {
-	mu   sync.Mutex // mu protects the following
-	ring [128]time.Duration
-	n    int // lookups recorded, for the ring position
-}
-
-// Bounds of the lookup floor: at least minLookupFloor even when the
-// directory answers from memory, never more than maxLookupFloor however
-// slow AD gets (a stalled DC is seen in the logs, not by every user).
-const (
-	minLookupFloor = 20 * time.Millisecond
-	maxLookupFloor = time.Second
-)
-
-func (l *lookupTimes) record(d time.Duration) {
-	l.mu.Lock()
-	l.ring[l.n%len(l.ring)] = d
-	l.n++
-	l.mu.Unlock()
-}
-
-// floor is 1.5 × the 95th percentile of recent lookups, within bounds.
-func (l *lookupTimes) floor() time.Duration {
-	l.mu.Lock()
-	n := min(l.n, len(l.ring))
-	ds := slices.Clone(l.ring[:n])
-	l.mu.Unlock()
-	if n == 0 {
-		return minLookupFloor
-	}
-	slices.Sort(ds)
-	p95 := ds[min((n*95)/100, n-1)]
-	return min(max(p95*3/2, minLookupFloor), maxLookupFloor)
-}
+// When refusals are sent. A client that proved nothing must not learn from
+// them which accounts exist (DESIGN.md, "Who trusts whom"), and what it
+// can time is every answer before proof. Unpadded, they differ: a real
+// account costs three directory searches and an unknown name one; the
+// directory caches accounts for minutes and unknown names for seconds; a
+// password check binds to AD only for an account that exists; and a slow
+// directory stretches all of it. No floor computed from recent lookups can
+// cover that (the slowest cold search is what gives an account away, and a
+// client can steer such statistics). So no answer before proof waits on
+// the directory for a time that depends on it:
+//
+//   - none is refused at once. It starts the name's lookup in the
+//     background (through the lookup gate), so the key query that follows
+//     usually finds the answer ready.
+//   - A public key is refused key_refusal_delay after the connection first
+//     named the user (none or the query itself): if the lookup ended
+//     sooner, the refusal waits for that moment; if it has not ended by
+//     then, what the directory's cache last knew of the name decides
+//     whether the client may go on to prove the key (the login waits for
+//     the fresh answer after the proof), and without it the key is refused
+//     unseen (the lookup goes on and caches its answer for the client's
+//     next connection). Once a key was refused for a name, later refusals
+//     for it on the connection go at once, known name or not. An
+//     acceptable key is answered as soon as it is known to be one: that
+//     proves nothing to a stranger who lacks the key.
+//   - A password (or keyboard-interactive answer) is refused
+//     password_refusal_delay after it arrived; a check the directory has
+//     not answered by then goes on in the background and the attempt is
+//     refused. A right password logs in as soon as the directory says so.
+//
+// What a stranger measures is then the configured delays plus the
+// machine's scheduling, the same for every name; how fast the directory
+// answered, and from which cache, stays inside the gateway. Refusals that
+// depend only on what the client itself sent (a malformed name, a
+// certificate) go at once. test/adversarial's TestRefusalTimingIndependent
+// measures it against Samba behind a slow link; BENCHMARKS.md has figures.
 
 // sleepUntil waits until t (or ctx ends).
 func sleepUntil(ctx context.Context, t time.Time) {
@@ -66,9 +56,21 @@ func sleepUntil(ctx context.Context, t time.Time) {
 	}
 }
 
-// failureFloor is the least time a refused password takes to answer.
-// Without it an unknown name (no bind) answers faster than a known one
-// with a wrong password (a bind to AD), which tells a stranger which
-// accounts exist. It is above a bind's usual latency; a typo costs the
-// user a quarter of a second.
-const failureFloor = 250 * time.Millisecond
+// waitUntil waits until done is closed or t passes (or ctx ends), and
+// reports whether done was closed.
+func waitUntil(ctx context.Context, done <-chan struct{}, t time.Time) bool {
+	tm := time.NewTimer(max(time.Until(t), 0))
+	defer tm.Stop()
+	select {
+	case <-done:
+		return true
+	case <-tm.C:
+	case <-ctx.Done():
+	}
+	select { // both ready: the answer wins
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}

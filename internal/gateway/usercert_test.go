@@ -153,7 +153,7 @@ policy:
     - {name: lab, groups: [lab], pools: [general]}
 audit: {file: audit.jsonl}
 `
-	gw, addr := serveTestConfig(t, dir, yml, nil)
+	gw, addr := serveTestConfig(t, dir, yml, nil, nil)
 	return &certGateway{testGateway: &testGateway{addr: addr, hostKey: hostPub, userKey: userKey,
 		audit: filepath.Join(dir, "audit.jsonl"), gw: gw}, node: node, gw: gw}
 }

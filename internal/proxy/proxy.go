@@ -286,6 +286,13 @@ func (r *Relay) globalFromClient(req *ssh.Request, wg *sync.WaitGroup) {
 		}
 		return
 	}
+	if err := checkGlobal(req.Type, req.Payload); err != nil {
+		r.Log.Info("global request refused", "request", req.Type, "reason", err.Error())
+		if req.WantReply {
+			req.Reply(false, nil)
+		}
+		return
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -342,6 +349,11 @@ func (r *Relay) open(nc ssh.NewChannel, other ssh.Conn, fromClient bool) {
 	if !r.mayOpen(t, fromClient) {
 		r.Log.Info("channel refused", "channel", t, "from_client", fromClient)
 		nc.Reject(ssh.Prohibited, errProhibitedMessage)
+		return
+	}
+	if err := checkChannel(t, nc.ExtraData()); err != nil {
+		r.Log.Info("channel refused", "channel", t, "from_client", fromClient, "reason", err.Error())
+		nc.Reject(ssh.Prohibited, "frontdoor: malformed forwarding destination")
 		return
 	}
 	if fromClient && t == chanDirectTCPIP {

@@ -85,20 +85,12 @@ func (r *Relay) clientSessionRequest(st *sessionState, req *ssh.Request, up ssh.
 	return r.maySessionRequest(req.Type)
 }
 
-// directTCPIP is the payload of a direct-tcpip channel open (RFC 4254 7.2).
-type directTCPIP struct {
-	Host       string
-	Port       uint32
-	OriginHost string
-	OriginPort uint32
-}
-
 // mayDirect reports whether a direct-tcpip open may reach its destination.
 func (r *Relay) mayDirect(extra []byte) (string, bool) {
 	if r.AllowDirect == nil {
 		return "", true
 	}
-	var d directTCPIP
+	var d tcpipOpen
 	if err := ssh.Unmarshal(extra, &d); err != nil {
 		return "malformed", false
 	}

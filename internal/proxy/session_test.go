@@ -21,12 +21,12 @@ func TestLocalDestinations(t *testing.T) {
 }
 
 func FuzzMayDirect(f *testing.F) {
-	f.Add(ssh.Marshal(directTCPIP{Host: "localhost", Port: 8080, OriginHost: "127.0.0.1", OriginPort: 5000}))
+	f.Add(ssh.Marshal(tcpipOpen{Host: "localhost", Port: 8080, OriginHost: "127.0.0.1", OriginPort: 5000}))
 	f.Add([]byte{0, 0, 0, 9, 'l'})
 	r := &Relay{AllowDirect: LocalDestinations("n1")}
 	f.Fuzz(func(t *testing.T, extra []byte) {
 		dest, ok := r.mayDirect(extra)
-		var d directTCPIP
+		var d tcpipOpen
 		if ssh.Unmarshal(extra, &d) != nil && ok {
 			t.Fatalf("malformed payload allowed: %q", dest)
 		}

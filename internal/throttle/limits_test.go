@@ -20,7 +20,7 @@ func TestSetLimits(t *testing.T) {
 		t.Fatal("two failures under a limit of three refused")
 	}
 
-	next := Config{UserFailures: 2, UserWindow: time.Hour, SourceFailures: 7, SourceWindow: 2 * time.Hour,
+	next := Config{UserFailures: 2, UserSourceFailures: 2, UserWindow: time.Hour, SourceFailures: 7, SourceWindow: 2 * time.Hour,
 		BaseDelay: 3 * time.Second, MaxDelay: 4 * time.Minute, MaxEntries: 5, MaxInFlightPerUser: 2, MaxInFlightPerSource: 9,
 		Now: time.Now}
 	th.SetLimits(next)
@@ -28,13 +28,13 @@ func TestSetLimits(t *testing.T) {
 	for i := range got.NumField() {
 		name := got.Type().Field(i).Name
 		if name == "Now" {
-			continue
+			continue // the throttle's clock is th.now, checked below
 		}
 		if !reflect.DeepEqual(got.Field(i).Interface(), want.Field(i).Interface()) {
 			t.Errorf("%s = %v after SetLimits, want %v", name, got.Field(i), want.Field(i))
 		}
 	}
-	if th.cfg.Now().Year() != 2026 {
+	if th.now().Year() != 2026 {
 		t.Error("SetLimits replaced the throttle's clock")
 	}
 	if _, ok := th.Check("alice", ""); ok {

@@ -24,7 +24,11 @@ func TestNoLockoutThroughFrontdoor(t *testing.T) {
 	ctx := t.Context()
 	dc.LockoutForTest(t, 3, 10*time.Minute)
 
-	safe := newGateway(t, gwOptions{Edit: func(c *config.Config) { c.Throttle.UserFailures, c.Throttle.UserWindow = 2, 30*time.Minute }})
+	// Every client here connects from 127.0.0.1: the account's failures
+	// from one address are its failures (user_source_failures).
+	safe := newGateway(t, gwOptions{Edit: func(c *config.Config) {
+		c.Throttle.UserFailures, c.Throttle.UserSourceFailures, c.Throttle.UserWindow = 2, 2, 30*time.Minute
+	}})
 	victim, err := createUser(ctx, uniqueName("ade-victim"), grpNested)
 	if err != nil {
 		t.Fatal(err)

@@ -23,12 +23,15 @@ const slack = 3 * time.Second
 // outageGateways are two gateways configured for the outage tests: every
 // lookup asks AD (cache_ttl 1ms), so the first login after the DC stops
 // meets the outage; online is retried every 100-500 ms. pwCache also keeps
-// password hashes (cache_passwords).
+// password hashes (cache_passwords). A password check with a hung DC can
+// take two AD timeouts before the cache answers, so password_refusal_delay
+// is above that, as docs/active-directory.md says to set it.
 func outageGateways(t *testing.T) (plain, pwCache *adGateway) {
 	outage := func(cachePasswords bool) gwOptions {
 		return gwOptions{Edit: func(c *config.Config) {
 			a := &c.Directory.AD
 			a.CacheTTL, a.Timeout, a.CachePasswords = time.Millisecond, adTimeout, cachePasswords
+			c.Gateway.PasswordRefusalDelay = 2*adTimeout + time.Second
 		}}
 	}
 	plain = newGateway(t, outage(false))

@@ -259,7 +259,10 @@ func TestInjectionNamesRefused(t *testing.T) {
 // work.
 func TestThrottle(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t, gwOptions{Edit: func(c *config.Config) { c.Throttle.UserFailures, c.Throttle.UserWindow = 2, 10*time.Minute }})
+	// One address (127.0.0.1): the pair's allowance is the account's.
+	g := newGateway(t, gwOptions{Edit: func(c *config.Config) {
+		c.Throttle.UserFailures, c.Throttle.UserSourceFailures, c.Throttle.UserWindow = 2, 2, 10*time.Minute
+	}})
 	for i := range 2 {
 		mustRefuse(t, g.passwordClient(t, "password", "Wrong-Passw0rd-"+string(rune('a'+i))), thrName)
 	}
@@ -294,7 +297,9 @@ func TestThrottle(t *testing.T) {
 func TestThrottleUPNAlias(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	g := newGateway(t, gwOptions{Edit: func(c *config.Config) { c.Throttle.UserFailures, c.Throttle.UserWindow = 2, 10*time.Minute }})
+	g := newGateway(t, gwOptions{Edit: func(c *config.Config) {
+		c.Throttle.UserFailures, c.Throttle.UserSourceFailures, c.Throttle.UserWindow = 2, 2, 10*time.Minute
+	}})
 	name := uniqueName("ade-jdoe")
 	u, err := createUser(ctx, name, grpNested)
 	if err != nil {

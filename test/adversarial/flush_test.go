@@ -33,7 +33,8 @@ func TestThrottleMemoryCannotBeFlushed(t *testing.T) {
 	victim := testActor(ctx, t, "adv-flush")
 	t.Cleanup(func() { dc.Unlock(context.Background(), victim.name) })
 	g := newGateway(t, gwOptions{Edit: func(c *config.Config) {
-		c.Throttle.UserFailures, c.Throttle.UserWindow, c.Throttle.MaxEntries = userFailures, 30*time.Minute, 2
+		th := &c.Throttle
+		th.UserFailures, th.UserSourceFailures, th.UserWindow, th.MaxEntries = userFailures, userFailures-1, 30*time.Minute, 2
 	}})
 	wrong := func(src, name string) {
 		t.Helper()

@@ -19,20 +19,25 @@
 // nodes. Clients bind their side of the connection to chosen loopback
 // addresses (127.0.0.2, ...) when the source matters.
 //
-// Tests do not run in parallel: the burst and flush tests change the
-// domain's lockout policy, the outage test stops the DC, and the flood,
-// speculation and timing tests measure.
+// Tests do not run in parallel: the burst, lockout and flush tests change
+// the domain's lockout policy, the outage test stops the DC, and the
+// flood, freework, speculation and timing tests measure.
 //
 // The tests, by file: identity (one login is one identity: query/none/sign
-// and its variants), burst (parallel wrong passwords vs badPwdCount; DC
-// outage attempts count), flush (BUGS.md 1), flood (pre-auth flood from
-// one source), speculation (node connections before proof), principals
-// (root, deny list, min_uid; the node's own check), protocol (messages out
-// of order, hostile names and passwords), sessioncap, timing (medians,
-// logged only), userca (someone who owns one gateway: its CA dropped or
-// revoked alone, certificates replayed from elsewhere, a stolen CA key
-// bound to its gateway's address, a CA key in KMS and KMS outages; on
-// nodes of its own, 127.0.1.73-74). Bugs found are in BUGS.md.
+// and its variants), burst (parallel wrong passwords vs badPwdCount; a DC
+// outage is not a failed password), lockout (a stranger cannot keep the
+// owner off; several sources escalate), flush (BUGS.md 1), flood (pre-auth
+// flood from one source), freework (re-keying, random names, noise:
+// bounded, another source's login stays fast), speculation (node
+// connections before proof), principals (root, deny list, min_uid; the
+// node's own check), protocol (messages out of order, hostile names and
+// passwords), forward (malformed forwarding destinations), sessioncap,
+// timing (answers before proof do not tell an account from a made-up name:
+// Kolmogorov–Smirnov against the DC behind a slow link), userca (someone
+// who owns one gateway: its CA dropped or revoked alone, certificates
+// replayed from elsewhere, a stolen CA key bound to its gateway's address,
+// a CA key in KMS and KMS outages; on nodes of its own, 127.0.1.73-74).
+// Bugs found are in BUGS.md.
 //
 // Missing prerequisites (samba, sshd, root) fail the run loudly.
 package adversarial_test

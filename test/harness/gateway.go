@@ -415,6 +415,6 @@ func ReadAudit(path string) ([]audit.Event, error) {
 // whose clients all connect from 127.0.0.1 and take wrong passwords on
 // purpose: a hundred failures per account, no per-source backoff.
 func GenerousThrottle(t *throttle.Config) {
-	t.UserFailures, t.SourceFailures = 100, 100000
+	t.UserFailures, t.UserSourceFailures, t.SourceFailures = 100, 100, 100000
 	t.BaseDelay, t.MaxDelay = time.Nanosecond, time.Nanosecond
 }

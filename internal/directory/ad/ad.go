@@ -8,8 +8,11 @@
 // a change that affects them (watch.go, changes.go); when no DC answers the
 // directory goes offline like SSSD:
 // public-key logins are served from the cache for Config.OfflineMaxAge,
-// password logins are refused unless Config.CachePasswords is on, and a
-// background loop reconnects with exponential backoff.
+// password logins are refused unless Config.CachePasswords is on (marked
+// directory.ErrNotChecked when the password went nowhere), and a
+// background loop reconnects with exponential backoff; a login that
+// arrives meanwhile asks it to try at once (at most every Config.RetryMin),
+// and a password login waits (up to half a second) for that attempt.
 //
 // Group names in Identity.Groups are sAMAccountNames lower-cased, like
 // Identity.Name, so policies can compare them without caring about case.
@@ -66,13 +69,22 @@ type Directory struct {
 	// unknown name answers as fast as a cached one.
 	unknown *negCache
 
+	// kick asks the reconnect loop for an attempt now (see probeNow).
+	kick chan struct{}
+
 	// mu protects the following.
 	mu           sync.Mutex
 	offline      bool
 	offlineSince time.Time
 	probing      bool
 	closed       bool
-	version      string // what the cache is in step with (Version)
+	// started and ended count the reconnect loop's attempts; probed is
+	// closed (and replaced) when one ends. attempted is when the last
+	// attempt began (going offline counts as one).
+	started, ended int
+	probed         chan struct{}
+	attempted      time.Time
+	version        string // what the cache is in step with (Version)
 }
 
 var _ directory.Directory = (*Directory)(nil)
@@ -103,8 +115,10 @@ func newDirectory(cfg Config, logger *slog.Logger, now func() time.Time) (*Direc
 		now:     now,
 		metrics: newMetrics(),
 		cache:   newCache(cfg.MaxCacheEntries),
-		unknown: newNegCache(cfg.MaxCacheEntries),
+		unknown: newNegCache(cfg.MaxCacheEntries, cfg.NegativeCacheTTL),
 		quit:    make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+		probed:  make(chan struct{}),
 		attrs:   append(slices.Clone(fingerprintAttrs), cfg.KeyAttribute),
 	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
@@ -149,6 +163,7 @@ func (d *Directory) Lookup(ctx context.Context, name string) (directory.Identity
 func (d *Directory) lookup(ctx context.Context, n Name) (*entry, error) {
 	now := d.now()
 	if d.Offline() {
+		d.probeNow(nil) // key logins go on from the cache meanwhile
 		return d.fromCache(n, nil)
 	}
 	if d.unknown.has(n, now) {
@@ -182,6 +197,24 @@ func (d *Directory) lookup(ctx context.Context, n Name) (*entry, error) {
 		}
 	}
 	return nil, err
+}
+
+var _ directory.Staler = (*Directory)(nil)
+
+// Stale returns the cached identity of name, whatever its age within
+// OfflineMaxAge, without asking AD (see directory.Staler).
+func (d *Directory) Stale(name string) (directory.Identity, bool) {
+	n, err := ParseName(name, d.cfg.Domain, d.cfg.UPNSuffixes)
+	if err != nil {
+		return directory.Identity{}, false
+	}
+	e := d.cache.get(n)
+	now := d.now()
+	if e == nil || now.Sub(e.id.FetchedAt) > d.cfg.OfflineMaxAge || !e.expires.IsZero() && !now.Before(e.expires) {
+		return directory.Identity{}, false
+	}
+	e.id.Cached = true
+	return e.id, true
 }
 
 // fromCache answers while offline: the cached identity, if young enough.
@@ -231,7 +264,7 @@ func (d *Directory) fetch(ctx context.Context, n Name) (*entry, error) {
 	var groups []*ldap.Entry
 	err := d.dcs.do(ctx, func(c *ldap.Conn) error {
 		user, groups = nil, nil
-		tl := int(d.cfg.Timeout / time.Second)
+		tl := d.timeLimit()
 		res, err := c.Search(ldap.NewSearchRequest(d.cfg.BaseDN, ldap.ScopeWholeSubtree, ldap.NeverDerefAliases,
 			2, tl, false, filter, d.attrs, nil))
 		if err != nil && !ldap.IsErrorWithCode(err, ldap.LDAPResultSizeLimitExceeded) {
@@ -339,7 +372,7 @@ func (d *Directory) Members(ctx context.Context, group string) ([]string, error)
 	var out []string
 	err := d.dcs.do(ctx, func(c *ldap.Conn) error {
 		out = nil
-		tl := int(d.cfg.Timeout / time.Second)
+		tl := d.timeLimit()
 		filter := "(&(objectCategory=person)(objectClass=user)" + enabled + ")"
 		if group != "*" {
 			gres, err := c.Search(ldap.NewSearchRequest(d.cfg.BaseDN, ldap.ScopeWholeSubtree, ldap.NeverDerefAliases,
@@ -391,22 +424,34 @@ func (d *Directory) VerifyPassword(ctx context.Context, name, password string) (
 	if len(password) > maxPassword {
 		return directory.Identity{}, &directory.Error{Kind: directory.ErrBadPassword, Reason: "ad: password too long"}
 	}
+	if d.Offline() {
+		// Only a DC can check the password: try one now rather than
+		// wait for the reconnect backoff. A DC that is back answers
+		// within moments; one still hung would cost the whole timeout,
+		// past the gateway's password refusal delay.
+		pctx, cancel := context.WithTimeout(ctx, probeWait)
+		d.probeNow(pctx)
+		cancel()
+	}
 	e, err := d.lookup(ctx, n)
 	if err != nil {
-		if isOutage(err) {
-			return d.passwordOffline(n, password, err)
+		switch {
+		case isOutage(err):
+			return d.passwordOffline(n, password, err, false)
+		case errors.Is(err, directory.ErrUnavailable):
+			return directory.Identity{}, unchecked(err)
 		}
 		return directory.Identity{}, err
 	}
 	if e.id.Cached {
-		return d.passwordOffline(n, password, nil)
+		return d.passwordOffline(n, password, nil, false)
 	}
-	err = d.bindUser(ctx, e.dn, password)
+	sent, err := d.bindUser(ctx, e.dn, password)
 	switch {
 	case err == nil:
 	case isOutage(err):
 		d.goOffline(err)
-		return d.passwordOffline(n, password, err)
+		return d.passwordOffline(n, password, err, sent)
 	case errors.Is(err, directory.ErrUnavailable):
 		return directory.Identity{}, err
 	case errors.Is(err, directory.ErrBadPassword):
@@ -426,42 +471,52 @@ func (d *Directory) VerifyPassword(ctx context.Context, name, password string) (
 
 // bindUser binds as dn on a fresh connection (never a pooled one: a bound
 // connection carries the user's identity), trying the next DC only when
-// the DC, not the password, failed.
-func (d *Directory) bindUser(ctx context.Context, dn, password string) error {
+// the DC, not the password, failed. sent reports whether the password went
+// out to a DC at all (a DC that hangs after it may still count it).
+func (d *Directory) bindUser(ctx context.Context, dn, password string) (sent bool, err error) {
 	var last error
 	for attempt := 0; attempt < 2; attempt++ {
 		conn, i, err := d.dcs.dial(ctx, false, attempt > 0)
 		if err != nil {
-			return err
+			return sent, err
 		}
 		conn.SetTimeout(d.dcs.budget(ctx))
+		sent = true
 		err = conn.Bind(dn, password)
 		go conn.Close()
 		if err == nil {
-			return nil
+			return sent, nil
 		}
 		de, retry := classifyBind(err)
 		if !retry {
-			return de
+			return sent, de
 		}
 		d.dcs.markDown(i)
 		last = de
 	}
-	return last
+	return sent, last
 }
 
 // passwordOffline verifies against the cached hash, if the opt-in cache has
-// one young enough.
-func (d *Directory) passwordOffline(n Name, password string, cause error) (directory.Identity, error) {
+// one young enough. sent says the password went out to a DC before the
+// outage showed: then a refusal here is not marked ErrNotChecked.
+func (d *Directory) passwordOffline(n Name, password string, cause error, sent bool) (directory.Identity, error) {
+	mark := unchecked
+	if sent {
+		mark = func(err error) error { return err }
+	}
 	if !d.cfg.CachePasswords {
-		return directory.Identity{}, &directory.Error{Kind: directory.ErrUnavailable, Reason: "ad: offline, password logins need a domain controller", Err: cause}
+		return directory.Identity{}, mark(&directory.Error{Kind: directory.ErrUnavailable, Reason: "ad: offline, password logins need a domain controller", Err: cause})
 	}
 	e, err := d.fromCache(n, cause)
 	if err != nil {
+		if errors.Is(err, directory.ErrUnavailable) {
+			err = mark(err)
+		}
 		return directory.Identity{}, err
 	}
 	if e.pwHash == "" || d.now().Sub(e.pwAt) > d.cfg.PasswordCacheMaxAge {
-		return directory.Identity{}, &directory.Error{Kind: directory.ErrUnavailable, Reason: "ad: offline, no cached password", Err: cause}
+		return directory.Identity{}, mark(&directory.Error{Kind: directory.ErrUnavailable, Reason: "ad: offline, no cached password", Err: cause})
 	}
 	ok, err := argon2id.ComparePasswordAndHash(password, e.pwHash)
 	if err != nil || !ok {
@@ -480,6 +535,7 @@ func (d *Directory) goOffline(cause error) {
 	if !d.offline {
 		d.offline = true
 		d.offlineSince = d.now()
+		d.attempted = time.Now()
 		d.log.Warn("ad: no domain controller reachable, going offline", "reason", directory.Reason(cause), "err", cause)
 	}
 	if !d.probing {
@@ -490,6 +546,8 @@ func (d *Directory) goOffline(cause error) {
 }
 
 // reconnect retries the DCs with exponential backoff until one answers.
+// A kick (a login while offline) brings the next attempt forward, to no
+// sooner than RetryMin after the last one began.
 func (d *Directory) reconnect() {
 	defer d.wg.Done()
 	wait := d.cfg.RetryMin
@@ -500,21 +558,86 @@ func (d *Directory) reconnect() {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-d.kick:
+			t.Stop()
+			d.mu.Lock()
+			last := d.attempted
+			d.mu.Unlock()
+			if early := time.Until(last.Add(d.cfg.RetryMin)); early > 0 {
+				t = time.NewTimer(early)
+				select {
+				case <-d.quit:
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
 		}
+		d.mu.Lock()
+		d.started++
+		d.attempted = time.Now()
+		d.mu.Unlock()
 		ctx, cancel := context.WithTimeout(d.ctx, time.Duration(len(d.cfg.URLs)+1)*d.cfg.Timeout)
 		d.dcs.drain()
 		err := d.Ping(ctx)
 		cancel()
+		d.mu.Lock()
+		d.ended++
+		close(d.probed)
+		d.probed = make(chan struct{})
 		if err == nil {
-			d.mu.Lock()
 			since := d.offlineSince
 			d.offline, d.probing = false, false
 			d.mu.Unlock()
 			d.log.Info("ad: domain controller reachable again, back online", "offline_for", d.now().Sub(since).Round(time.Second))
 			return
 		}
+		d.mu.Unlock()
 		d.log.Debug("ad: still offline", "retry_in", wait, "err", err)
 		wait = min(2*wait, d.cfg.RetryMax)
+	}
+}
+
+// probeWait is how long a password check while offline waits for the
+// reconnect attempt it asked for.
+const probeWait = 500 * time.Millisecond
+
+// probeNow asks the reconnect loop, while offline, for an attempt now (no
+// sooner than RetryMin after the last one began). With ctx it also waits
+// (within ctx) until an attempt that began after the ask has ended, and
+// reports whether the directory is online; without, or when that attempt
+// is more than a DC timeout away, it returns at once.
+func (d *Directory) probeNow(ctx context.Context) bool {
+	d.mu.Lock()
+	if !d.offline {
+		d.mu.Unlock()
+		return true
+	}
+	// Attempts up to started began before this ask (one may be running).
+	want := d.started + 1
+	soon := time.Until(d.attempted.Add(d.cfg.RetryMin)) <= d.cfg.Timeout
+	d.mu.Unlock()
+	select {
+	case d.kick <- struct{}{}:
+	default: // already asked
+	}
+	if ctx == nil || !soon {
+		return false
+	}
+	for {
+		d.mu.Lock()
+		online, done, probed := !d.offline, d.ended >= want, d.probed
+		d.mu.Unlock()
+		if online || done {
+			return online
+		}
+		select {
+		case <-probed:
+		case <-ctx.Done():
+			return false
+		case <-d.quit:
+			return false
+		}
 	}
 }
 
@@ -538,6 +661,23 @@ func (d *Directory) Close() error {
 func (d *Directory) String() string {
 	return fmt.Sprintf("ad(%s, base %s)", strings.Join(d.cfg.URLs, " "), d.cfg.BaseDN)
 }
+
+// timeLimit is the time limit (whole seconds) a search asks the DC for:
+// one more than Timeout, which bounds the wait on our side. Samba counts
+// the limit in whole seconds of its clock, so a limit of 1 can expire at
+// once ("Time Limit Exceeded ... Indexed and full searches both failed"
+// after 17 ms, seen with timeout 1s).
+func (d *Directory) timeLimit() int { return int(d.cfg.Timeout/time.Second) + 1 }
+
+// unchecked marks err directory.ErrNotChecked: the password never left the
+// gateway.
+func unchecked(err error) error { return &uncheckedError{err} }
+
+type uncheckedError struct{ error }
+
+func (e *uncheckedError) Unwrap() error { return e.error }
+
+func (e *uncheckedError) Is(target error) bool { return target == directory.ErrNotChecked }
 
 // CanonicalName maps the forms a user may type (alice, HPC\alice,
 // alice@hpc.example.edu) to one key, for per-user throttling. Names that do

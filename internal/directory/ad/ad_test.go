@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,9 +15,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +27,7 @@ import (
 
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/test/harness/samba"
+	"github.com/frontdoor-hpc/frontdoor/test/harness/slowlink"
 )
 
 // dcAddr is this package's DC address; other packages use other ones.
@@ -326,7 +330,7 @@ func TestAccountStates(t *testing.T) {
 			_, err = d.VerifyPassword(ctxT(t), tc.user, pw(tc.user))
 			wantErr(t, err, directory.ErrAccountDisabled, tc.lookup)
 			// What AD itself says when the user binds.
-			err = d.bindUser(ctxT(t), users[tc.user].DN, pw(tc.user))
+			_, err = d.bindUser(ctxT(t), users[tc.user].DN, pw(tc.user))
 			wantErr(t, err, directory.ErrAccountDisabled, tc.bindReason)
 		})
 	}
@@ -349,7 +353,7 @@ func TestLockout(t *testing.T) {
 		_, err = d.VerifyPassword(ctxT(t), "locky", "wrong-password")
 		wantErr(t, err, directory.ErrBadPassword, "ad: 52e invalid credentials")
 	}
-	err = d.bindUser(ctxT(t), users["locky"].DN, pw("locky"))
+	_, err = d.bindUser(ctxT(t), users["locky"].DN, pw("locky"))
 	wantErr(t, err, directory.ErrAccountDisabled, "ad: 775 account locked out")
 	d2 := newDir(t, nil)
 	_, err = d2.Lookup(ctxT(t), "locky")
@@ -546,6 +550,144 @@ func TestOutage(t *testing.T) {
 				t.Fatalf("after recovery: %+v, %v", id, err)
 			}
 		})
+	}
+}
+
+// TestLoginProbesWhileOffline: while no DC answers, a password check is
+// refused as never checked (directory.ErrNotChecked: it must not count as
+// a wrong password), and once the DC is back the next login finds it at
+// once instead of waiting for the reconnect backoff, grown meanwhile to
+// seconds (issue 20). The DC "dies" behind a relay that refuses its
+// connections, so the outage costs no timeout.
+func TestLoginProbesWhileOffline(t *testing.T) {
+	link, err := slowlink.Start(strings.TrimPrefix(dc.URL(), "ldaps://"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	const retryMin = 200 * time.Millisecond
+	d := newDir(t, func(c *Config) {
+		c.URLs = []string{"ldaps://" + link.Addr()}
+		c.TLSServerName = dcAddr
+		c.CacheTTL = time.Millisecond
+		c.RetryMin, c.RetryMax = retryMin, time.Hour
+	})
+	ctx := ctxT(t)
+	waitWatched(t, d) // or the watch's first read drops alice from the cache
+	if _, err := d.VerifyPassword(ctx, "alice", pw("alice")); err != nil {
+		t.Fatal(err)
+	}
+	link.SetDown(true)
+	if id, err := d.Lookup(ctx, "alice"); err != nil || !id.Cached {
+		t.Fatalf("lookup with the DC gone: %+v, %v", id, err)
+	}
+	_, err = d.VerifyPassword(ctx, "alice", pw("alice"))
+	wantErr(t, err, directory.ErrUnavailable, "ad: offline, password logins need a domain controller")
+	if !errors.Is(err, directory.ErrNotChecked) {
+		t.Fatalf("offline refusal not marked ErrNotChecked: %v", err)
+	}
+	// Let the backoff grow: after 5 failed attempts the next one is due
+	// at least 16 × retry_min after the last.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d.mu.Lock()
+		n := d.ended
+		d.mu.Unlock()
+		if n >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d reconnect attempts in 30s", n)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+	link.SetDown(false)
+	// The first login asks for an attempt at once and waits for it up to
+	// probeWait; on a loaded machine the handshake may take longer, and
+	// the next login then finds the DC back.
+	start := time.Now()
+	var id directory.Identity
+	for {
+		id, err = d.VerifyPassword(ctx, "alice", pw("alice"))
+		if err == nil || time.Since(start) > 8*retryMin {
+			break
+		}
+	}
+	took := time.Since(start)
+	if err != nil || id.Cached {
+		t.Fatalf("right password once the DC is back: %+v, %v after %v", id, err, took)
+	}
+	t.Logf("DC back: the next password login went through in %v (the backoff had grown past %v)", took.Round(time.Millisecond), 16*retryMin)
+	if took > 8*retryMin {
+		t.Errorf("the login waited %v for the DC: it should ask for an attempt at once", took)
+	}
+}
+
+// TestLostBindCounts: a bind that went out to a DC which then stopped
+// answering may still count at AD (its badPwdCount), so its refusal is not
+// marked directory.ErrNotChecked and the gateway counts it as a failure.
+// The directory's only DC is a relay to the real one until silent is set;
+// from then on it completes TLS, reads the bind and never answers.
+func TestLostBindCounts(t *testing.T) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dc.Dir(), "tls", "cert.pem"), filepath.Join(dc.Dir(), "tls", "key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var silent atomic.Bool
+	var reads atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if !silent.Load() {
+					up, err := net.Dial("tcp", strings.TrimPrefix(dc.URL(), "ldaps://"))
+					if err != nil {
+						return
+					}
+					defer up.Close()
+					go io.Copy(up, c)
+					io.Copy(c, up)
+					return
+				}
+				tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert}})
+				buf := make([]byte, 4096)
+				for { // the bind arrives; no answer
+					n, err := tc.Read(buf)
+					reads.Add(int64(n))
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	d := newDir(t, func(c *Config) {
+		c.URLs = []string{"ldaps://" + ln.Addr().String()}
+		c.CacheTTL = time.Hour
+		c.TLSServerName = dcAddr
+	})
+	ctx := ctxT(t)
+	waitWatched(t, d)
+	if _, err := d.VerifyPassword(ctx, "alice", pw("alice")); err != nil {
+		t.Fatal(err)
+	}
+	silent.Store(true) // each bind dials a connection of its own
+	_, err = d.VerifyPassword(ctx, "alice", "a guess")
+	wantErr(t, err, directory.ErrUnavailable, "")
+	if errors.Is(err, directory.ErrNotChecked) {
+		t.Fatalf("a bind that reached a DC was marked not checked: %v", err)
+	}
+	if reads.Load() == 0 {
+		t.Fatal("nothing reached the silent DC: the test did not send a bind")
 	}
 }
 

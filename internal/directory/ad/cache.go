@@ -207,26 +207,25 @@ func cloneIdentity(id directory.Identity) directory.Identity {
 	return id
 }
 
-// negativeTTL is how long a name AD does not know stays unknown: short, so
-// an account created a moment ago can log in almost at once.
-const negativeTTL = 30 * time.Second
-
-// negCache holds names AD answered "no such user" for, bounded. Safe for
-// concurrent use.
+// negCache holds names AD answered "no such user" for, bounded, for ttl
+// (Config.NegativeCacheTTL). Safe for concurrent use.
 type negCache struct {
 	max int
+	ttl time.Duration
 
 	mu    sync.Mutex // mu protects the following
 	names map[Name]time.Time
 }
 
-func newNegCache(max int) *negCache { return &negCache{max: max, names: map[Name]time.Time{}} }
+func newNegCache(max int, ttl time.Duration) *negCache {
+	return &negCache{max: max, ttl: ttl, names: map[Name]time.Time{}}
+}
 
 func (c *negCache) has(n Name, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	at, ok := c.names[n]
-	if ok && now.Sub(at) >= negativeTTL {
+	if ok && now.Sub(at) >= c.ttl {
 		delete(c.names, n)
 		return false
 	}
@@ -257,7 +256,7 @@ func (c *negCache) add(n Name, now time.Time) {
 	defer c.mu.Unlock()
 	if len(c.names) >= c.max {
 		for k, at := range c.names {
-			if now.Sub(at) >= negativeTTL {
+			if now.Sub(at) >= c.ttl {
 				delete(c.names, k)
 			}
 		}

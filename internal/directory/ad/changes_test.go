@@ -267,7 +267,7 @@ func TestCachePasswordKept(t *testing.T) {
 }
 
 func TestNegCacheForget(t *testing.T) {
-	c := newNegCache(10)
+	c := newNegCache(10, time.Minute)
 	now := time.Now()
 	c.add(Name{Account: "new1"}, now)
 	c.add(Name{Account: "x", UPN: "new.two@x"}, now)

@@ -68,6 +68,13 @@ type Config struct {
 	// CacheTTL is how long a looked-up identity is served without asking
 	// AD again (0: always ask).
 	CacheTTL time.Duration `yaml:"cache_ttl"`
+	// NegativeCacheTTL is how long a name AD does not know stays unknown
+	// without asking again (0: always ask): short, so an account created a
+	// moment ago can log in almost at once. That it differs from CacheTTL
+	// cannot be seen from outside: the gateway answers every refusal
+	// before proof at a fixed time, whether the answer came from the cache
+	// or from AD.
+	NegativeCacheTTL time.Duration `yaml:"negative_cache_ttl"`
 	// OfflineMaxAge is how long, while every DC is unreachable, a cached
 	// identity still allows public-key logins, like SSSD's offline logins;
 	// at least CacheTTL (0 with it: none).
@@ -78,7 +85,10 @@ type Config struct {
 	// PasswordCacheMaxAge limits how old a cached password hash may be.
 	PasswordCacheMaxAge time.Duration `yaml:"password_cache_max_age"`
 	// RetryMin is the first wait of the exponential backoff of the
-	// background reconnection attempts while offline.
+	// background reconnection attempts while offline. A login that
+	// arrives while offline asks for an attempt at once, so logins resume
+	// within seconds of a DC's return; this is also the least time
+	// between two attempts, however many logins ask.
 	RetryMin time.Duration `yaml:"retry_min"`
 	// RetryMax caps that backoff; at least RetryMin.
 	RetryMax time.Duration `yaml:"retry_max"`
@@ -120,6 +130,7 @@ func DefaultConfig() Config {
 		PoolSize:            4,
 		IdleCheck:           30 * time.Second,
 		CacheTTL:            5 * time.Minute,
+		NegativeCacheTTL:    30 * time.Second,
 		OfflineMaxAge:       24 * time.Hour,
 		PasswordCacheMaxAge: 12 * time.Hour,
 		RetryMin:            2 * time.Second,
@@ -203,7 +214,7 @@ func (cfg Config) Validate() error {
 	for _, d := range []struct {
 		key string
 		d   time.Duration
-	}{{"cache_ttl", cfg.CacheTTL}, {"dc_down_for", cfg.DCDownFor}, {"idle_check", cfg.IdleCheck},
+	}{{"cache_ttl", cfg.CacheTTL}, {"negative_cache_ttl", cfg.NegativeCacheTTL}, {"dc_down_for", cfg.DCDownFor}, {"idle_check", cfg.IdleCheck},
 		{"offline_max_age", cfg.OfflineMaxAge}, {"password_cache_max_age", cfg.PasswordCacheMaxAge}} {
 		if d.d < 0 {
 			bad(d.key, "must not be negative")

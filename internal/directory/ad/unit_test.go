@@ -262,8 +262,9 @@ func TestPrimaryGroupSID(t *testing.T) {
 }
 
 func TestNegCache(t *testing.T) {
+	negativeTTL := DefaultConfig().NegativeCacheTTL
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	c := newNegCache(2)
+	c := newNegCache(2, negativeTTL)
 	a, b, x := Name{Account: "a"}, Name{Account: "b"}, Name{Account: "x", UPN: "x@y"}
 	c.add(a, now)
 	if !c.has(a, now.Add(negativeTTL-time.Second)) || c.has(b, now) {
