@@ -7,7 +7,8 @@
 #   make bench   benchmarks; results in bench/results/, summary in BENCHMARKS.md
 #                (RELAYBENCH_FLAGS=--quick: the relay bench in a few minutes)
 #   make lint    gofmt, go vet, go.mod tidy, third_party/x-crypto and rawssh byte for byte
-#                against upstream + patches, and a note when x/crypto has a newer release
+#                against upstream + patches, the Prometheus alert rules (promtool), and a
+#                note when x/crypto has a newer release
 #                (make test runs it first, so CI fails on a drifted tree)
 #   make docs    docs/configuration.md, from the configuration types and their comments
 
@@ -19,11 +20,14 @@ STATE_DIR ?= $(CURDIR)/.stack
 # Debian packages: OpenSSH server and client for the login nodes and the
 # tests' clients, rsync/socat for the tests, Samba for a real AD domain
 # controller, Slurm with accounting (munge, MariaDB, slurmdbd) for the
-# reconciler tests. No winbind: login-node users stay in /etc/passwd (see docs/testing.md).
+# reconciler tests, Chromium for the status page test, and prometheus for its promtool (the
+# only Debian package that ships it; on a host with systemd it also starts a Prometheus
+# server: `systemctl disable --now prometheus` if you do not want one) to check
+# deploy/prometheus/. No winbind: login-node users stay in /etc/passwd (see docs/testing.md).
 APT_PACKAGES := openssh-server openssh-client rsync socat samba samba-ad-provision samba-dsdb-modules samba-vfs-modules ldb-tools \
 	ca-certificates procps psmisc iproute2 curl \
 	slurmctld slurmd slurmdbd slurm-client munge mariadb-server \
-	chromium fonts-dejavu-core
+	chromium fonts-dejavu-core prometheus
 
 .PHONY: deps build test run bench lint docs clean
 
@@ -63,6 +67,10 @@ lint:
 	# third_party/README.md: the vendored x/crypto and rawssh are upstream + patches, exactly;
 	# the release watch only warns, and only notes a module proxy it cannot reach.
 	third_party/check-x-crypto.sh
+	# The example alert rules load in Prometheus and fire when they should.
+	@command -v promtool >/dev/null || { echo "promtool is missing: make deps installs it (Debian package prometheus)"; exit 1; }
+	promtool check rules deploy/prometheus/frontdoor-alerts.yml
+	cd deploy/prometheus && promtool test rules frontdoor-alerts_test.yml
 	@third_party/watch-x-crypto.sh
 
 # The configuration reference is generated from the code; a test

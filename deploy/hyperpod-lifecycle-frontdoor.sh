@@ -1,21 +1,36 @@
 #!/usr/bin/env bash
 # SageMaker HyperPod lifecycle snippet: run on login nodes from the cluster's
 # on_create script (after the Slurm setup). Makes the node trust the
-# frontdoor user CA and starts the frontdoor agent.
+# frontdoor gateways' user CAs and starts the frontdoor agent.
 #
 # Expects in the lifecycle S3 prefix, next to this script:
-#   frontdoor              the binary
-#   frontdoor_user_ca.pub  the gateways' user CA public key
-#   agent.yaml             agent config (cluster keyring, pool, the gateways)
-#   gateway-addresses      the gateways' addresses as the nodes see them
-#                          connect (addresses or CIDRs, one per line)
+#   frontdoor               the binary
+#   frontdoor_gateways      the gateways' user CA public keys, one line per
+#                           gateway: from="ITS-ADDRESSES" KEY COMMENT
+#                           (docs/security.md, "The user CAs")
+#   frontdoor_revoked_keys  optional: a KRL of revoked CA keys (ssh-keygen -k)
+#   agent.yaml              agent config (cluster keyring, pool, the gateways)
+#   gateway-addresses       the gateways' addresses as the nodes see them
+#                           connect (addresses or CIDRs, one per line)
 #   sshd-penalty-exemption.sh, sshd_config.d-frontdoor.conf,
 #   frontdoor-agent.service   from deploy/
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
 install -m 0755 "$here/frontdoor" /usr/local/bin/frontdoor
-install -m 0644 "$here/frontdoor_user_ca.pub" /etc/ssh/frontdoor_user_ca.pub
+install -m 0644 "$here/frontdoor_gateways" /etc/ssh/frontdoor_gateways
+# TrustedUserCAKeys lists the same keys without options (its format has
+# none); this also checks the gateways file: one that cannot be read would
+# refuse every login.
+/usr/local/bin/frontdoor trusted-user-ca-keys /etc/ssh/frontdoor_gateways > /etc/ssh/frontdoor_user_ca_keys.new
+chmod 0644 /etc/ssh/frontdoor_user_ca_keys.new
+mv /etc/ssh/frontdoor_user_ca_keys.new /etc/ssh/frontdoor_user_ca_keys
+if [ -f "$here/frontdoor_revoked_keys" ]; then
+	install -m 0644 "$here/frontdoor_revoked_keys" /etc/ssh/frontdoor_revoked_keys
+elif [ ! -f /etc/ssh/frontdoor_revoked_keys ]; then
+	ssh-keygen -q -k -f /etc/ssh/frontdoor_revoked_keys   # an empty KRL
+	chmod 0644 /etc/ssh/frontdoor_revoked_keys
+fi
 install -d -m 0755 /etc/ssh/sshd_config.d /etc/frontdoor /var/lib/frontdoor
 install -m 0644 "$here/sshd_config.d-frontdoor.conf" /etc/ssh/sshd_config.d/frontdoor.conf
 install -m 0600 "$here/agent.yaml" /etc/frontdoor/agent.yaml

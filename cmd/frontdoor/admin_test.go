@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"os"
 	"os/user"
@@ -26,7 +28,15 @@ func (f *fakeSource) Nodes() []admin.NodeInfo {
 	return []admin.NodeInfo{{Name: "login1", Pool: "general"}}
 }
 func (f *fakeSource) Explain(_ context.Context, u string) (string, error) {
+	if u == "nobody" {
+		return "", errors.New("user nobody: no such user\nsecond line")
+	}
 	return "explain " + u, nil
+}
+func (f *fakeSource) Status(context.Context) admin.Status {
+	return admin.Status{Gateway: "gw1", Nodes: f.Nodes(), Drains: []admin.Drain{{Node: "login1", By: "unix:root", Message: "kernel update"}},
+		Refusals:   admin.Refusals{WindowSeconds: 900, Total: 2, ByReason: []admin.ReasonCount{{Reason: "auth:password:fail", Count: 2}}},
+		LastReload: &admin.Reload{OK: false, By: "SIGHUP", Error: "gateway.yaml:3: bad"}}
 }
 func (f *fakeSource) Drain(node string, on bool, by string) error {
 	f.mu.Lock()
@@ -44,6 +54,8 @@ func (f *fakeSource) last() string {
 	return f.drains[len(f.drains)-1]
 }
 
+const roToken = "grafana-read-only-0123456789"
+
 // startAdmin runs an admin API the way `frontdoor gateway` does, on a
 // socket and a token-protected TCP address.
 func startAdmin(t *testing.T) (sock, url, token string, src *fakeSource) {
@@ -52,7 +64,7 @@ func startAdmin(t *testing.T) (sock, url, token string, src *fakeSource) {
 	sock = filepath.Join(dir, "admin.sock")
 	token = "cli-test-secret-0123456789"
 	tokens := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(tokens, []byte("ops "+token+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte("ops "+token+"\ngrafana "+roToken+" read-only\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	src = &fakeSource{}
@@ -87,24 +99,24 @@ func TestAdminCLI(t *testing.T) {
 	t.Setenv("SUDO_USER", "alice")
 
 	// The socket: no credential needed, the kernel names us.
-	if err := runDrain(ctx, "drain", []string{"--admin", sock, "--comment", "test", "login1"}); err != nil {
+	if err := runDrain(ctx, "drain", []string{"--admin", sock, "--comment", "test", "login1"}, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := src.last(), "login1 unix:"+me.Username; got != want {
 		t.Fatalf("drain by %q, want %q", got, want)
 	}
-	if err := runNodes(ctx, []string{"--admin", sock}); err != nil {
+	if err := runNodes(ctx, []string{"--admin", sock}, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	// The default comes from FRONTDOOR_ADMIN.
 	t.Setenv("FRONTDOOR_ADMIN", sock)
-	if err := runSessions(ctx, nil); err != nil {
+	if err := runSessions(ctx, nil, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("FRONTDOOR_ADMIN", "")
 
 	// TCP: refused without a token, with a clear way out.
-	err = runNodes(ctx, []string{"--admin", url})
+	err = runNodes(ctx, []string{"--admin", url}, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "--admin-token-file") {
 		t.Fatalf("TCP without a token: %v", err)
 	}
@@ -112,7 +124,7 @@ func TestAdminCLI(t *testing.T) {
 	if err := os.WriteFile(tokFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := runDrain(ctx, "undrain", []string{"--admin", url, "--admin-token-file", tokFile, "login1"}); err != nil {
+	if err := runDrain(ctx, "undrain", []string{"--admin", url, "--admin-token-file", tokFile, "login1"}, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if got := src.last(); got != "login1 token:ops" {
@@ -120,13 +132,13 @@ func TestAdminCLI(t *testing.T) {
 	}
 	t.Setenv("FRONTDOOR_ADMIN_TOKEN", token)
 	// host:port, as earlier versions took it.
-	if err := runExplain(ctx, []string{"--admin", strings.TrimPrefix(url, "http://"), "alice"}); err != nil {
+	if err := runExplain(ctx, []string{"--admin", strings.TrimPrefix(url, "http://"), "alice"}, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	// The gateway's own NAME SECRET file is not a client token file.
 	bad := filepath.Join(t.TempDir(), "tokens")
 	os.WriteFile(bad, []byte("ops "+token+"\n"), 0o600)
-	if err := runNodes(ctx, []string{"--admin", url, "--admin-token-file", bad}); err == nil || !strings.Contains(err.Error(), "token alone") {
+	if err := runNodes(ctx, []string{"--admin", url, "--admin-token-file", bad}, io.Discard); err == nil || !strings.Contains(err.Error(), "token alone") {
 		t.Fatalf("NAME SECRET as a client token file: %v", err)
 	}
 }
@@ -135,7 +147,7 @@ func TestAdminCLISocketErrors(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.sock")
-	if err := runNodes(ctx, []string{"--admin", missing}); err == nil || !strings.Contains(err.Error(), "does not exist") {
+	if err := runNodes(ctx, []string{"--admin", missing}, io.Discard); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Fatalf("missing socket: %v", err)
 	}
 	stale := filepath.Join(dir, "stale.sock")
@@ -145,10 +157,10 @@ func TestAdminCLISocketErrors(t *testing.T) {
 	}
 	ln.SetUnlinkOnClose(false)
 	ln.Close()
-	if err := runNodes(ctx, []string{"--admin", stale}); err == nil || !strings.Contains(err.Error(), "stale socket") {
+	if err := runNodes(ctx, []string{"--admin", stale}, io.Discard); err == nil || !strings.Contains(err.Error(), "stale socket") {
 		t.Fatalf("stale socket: %v", err)
 	}
-	if err := runNodes(ctx, []string{"--admin", "ftp://x"}); err == nil || !strings.Contains(err.Error(), "want a socket path") {
+	if err := runNodes(ctx, []string{"--admin", "ftp://x"}, io.Discard); err == nil || !strings.Contains(err.Error(), "want a socket path") {
 		t.Fatalf("bad URL: %v", err)
 	}
 }

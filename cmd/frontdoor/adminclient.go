@@ -33,7 +33,9 @@ type adminTarget struct {
 	keyFile   string
 }
 
-func adminFlags(name string) (*flag.FlagSet, *adminTarget, *bool) {
+// adminFlags are the flags every admin command takes: where the gateway
+// is, the credential, and -o table|json.
+func adminFlags(name string) (*flag.FlagSet, *adminTarget, *string) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	a := &adminTarget{}
 	fs.StringVar(&a.addr, "admin", envOr("FRONTDOOR_ADMIN", config.DefaultAdminSocket),
@@ -43,8 +45,7 @@ func adminFlags(name string) (*flag.FlagSet, *adminTarget, *bool) {
 	fs.StringVar(&a.caFile, "admin-ca", "", "CA bundle to verify an https admin URL (default: the system's)")
 	fs.StringVar(&a.certFile, "admin-cert", "", "client certificate for mutual TLS")
 	fs.StringVar(&a.keyFile, "admin-key", "", "client certificate key for mutual TLS")
-	asJSON := fs.Bool("json", false, "print the API's JSON")
-	return fs, a, asJSON
+	return fs, a, outputFlag(fs, tableJSON...)
 }
 
 func envOr(k, def string) string {
@@ -183,10 +184,13 @@ func (a *adminTarget) do(ctx context.Context, method, path string, body []byte) 
 	case http.StatusOK:
 		return b, nil
 	case http.StatusUnauthorized:
-		return nil, fmt.Errorf("admin API %s: %s: %s\n(an http(s) admin URL needs credentials: --admin-token-file FILE or FRONTDOOR_ADMIN_TOKEN, or --admin-cert/--admin-key; or use the gateway's socket with --admin PATH)",
-			path, resp.Status, bytes.TrimSpace(b))
+		return nil, fmt.Errorf("admin API %s: %s: %s (an http(s) admin URL needs credentials: --admin-token-file FILE or FRONTDOOR_ADMIN_TOKEN, or --admin-cert/--admin-key; or use the gateway's socket with --admin PATH)",
+			path, resp.Status, oneLine(string(b)))
+	case http.StatusForbidden:
+		return nil, fmt.Errorf("admin API %s: %s: %s (a read-only token or certificate may only look; a certificate must be on the gateway's admin_client_names)",
+			path, resp.Status, oneLine(string(b)))
 	default:
-		return nil, fmt.Errorf("admin API %s: %s: %s", path, resp.Status, bytes.TrimSpace(b))
+		return nil, fmt.Errorf("admin API %s: %s: %s", path, resp.Status, oneLine(string(b)))
 	}
 }
 

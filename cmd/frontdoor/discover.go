@@ -23,12 +23,13 @@ func init() {
 func runDiscover(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("discover", flag.ContinueOnError)
 	path := fs.String("config", config.DefaultPath, "gateway configuration file (its discovery section)")
-	format := fs.String("o", "table", "output: table or json")
-	if err := fs.Parse(args); err != nil {
+	format := outputFlag(fs, tableJSON...)
+	const usage = "frontdoor discover [--config FILE] [-o table|json]"
+	if err := parseFlags(fs, args, usage, format, tableJSON...); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 || (*format != "table" && *format != "json") {
-		return fmt.Errorf("%w: frontdoor discover [--config FILE] [-o table|json]", errUsage)
+	if fs.NArg() != 0 {
+		return fmt.Errorf("%w: %s", errUsage, usage)
 	}
 	cfg, err := config.Load(*path)
 	if err != nil {

@@ -17,14 +17,7 @@ import (
 // the JSON say the same thing.
 func TestDiscoverCommand(t *testing.T) {
 	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": discoverytest.AccessKeyID, "AWS_SECRET_ACCESS_KEY": discoverytest.SecretAccessKey,
-		"AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_REGION": "",
-		"AWS_CONFIG_FILE": filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"),
-		"AWS_EC2_METADATA_DISABLED": "true",
-	} {
-		t.Setenv(k, v)
-	}
+	awsTestEnv(t, discoverytest.AccessKeyID, discoverytest.SecretAccessKey)
 	fake := discoverytest.Start(t, "us-east-1", "research")
 	fake.SetNodes(
 		discoverytest.Node{Group: "login", InstanceID: "i-0aaa", Status: "Running", IP: "10.2.0.5", Hostname: "ip-10-2-0-5.ec2.internal", InstanceType: "ml.m5.xlarge"},

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/crypto/ssh"
 	"golang.org/x/term"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/ca"
@@ -16,13 +17,20 @@ import (
 )
 
 func init() {
-	register("keygen", "create the cluster host key and the user CA (0600)", runKeygen)
+	register("keygen", "create the cluster host key and this gateway's own user CA (0600)", runKeygen)
 	register("hash-password", "print an argon2id hash for a static users file", runHashPassword)
 }
 
+// runKeygen makes the keys a gateway needs that are not there yet: the
+// cluster's host key (made once, then copied to every gateway: clients
+// see one host) and this gateway's user CA (made on each gateway and
+// never copied: the nodes trust every gateway's key and can drop one).
+// On the second gateway, copy the host key first; keygen keeps it.
 func runKeygen(_ context.Context, args []string) error {
 	fs := flag.NewFlagSet("keygen", flag.ContinueOnError)
 	dir := fs.String("dir", "/etc/frontdoor", "directory to write the keys to")
+	host, _ := os.Hostname()
+	name := fs.String("name", host, "this gateway's name (gateway.name), put in the user CA key's comment")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -30,8 +38,9 @@ func runKeygen(_ context.Context, args []string) error {
 		return err
 	}
 	for _, k := range []struct{ file, comment, what string }{
-		{"ssh_host_ed25519_key", "frontdoor host key", "host key (copy to every gateway)"},
-		{"user_ca", "frontdoor user CA", "user CA (put user_ca.pub in the login nodes' TrustedUserCAKeys)"},
+		{"ssh_host_ed25519_key", "frontdoor host key", "cluster host key: the same on every gateway, copy it to the others"},
+		{"user_ca", "frontdoor user CA " + *name, "user CA of this gateway only, never copy it: add user_ca.pub to the " +
+			"login nodes' TrustedUserCAKeys file next to the other gateways' keys"},
 	} {
 		path := filepath.Join(*dir, k.file)
 		if _, err := os.Stat(path); err == nil {
@@ -42,7 +51,7 @@ func runKeygen(_ context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%s: new %s, %s\n", path, k.what, strings.TrimSpace(string(pubLine(pub))))
+		fmt.Printf("%s: new %s\n  %s %s\n", path, k.what, ssh.FingerprintSHA256(pub), strings.TrimSpace(string(pubLine(pub))))
 	}
 	return nil
 }

@@ -49,12 +49,17 @@ func usage() {
 	}
 }
 
-func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+func main() { os.Exit(run(os.Args[1:])) }
+
+// run runs the command args name and returns the exit code: 0, 1 for a
+// failure, 2 for a usage mistake. A failure is one line on stderr (a
+// command that printed its own errors returns errReported).
+func run(args []string) int {
+	if len(args) < 1 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage()
-		os.Exit(2)
+		return 2
 	}
-	name, args := os.Args[1], os.Args[2:]
+	name, args := args[0], args[1:]
 	// Two-word commands ("config check", "slurm plan") register as "config check".
 	if len(args) > 0 {
 		if _, ok := commands[name+" "+args[0]]; ok {
@@ -65,22 +70,23 @@ func main() {
 	if !ok {
 		fmt.Fprintf(os.Stderr, "frontdoor: unknown command %q\n\n", name)
 		usage()
-		os.Exit(2)
+		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := cmd.run(ctx, args)
 	stop()
 	switch {
 	case err == nil:
+		return 0
 	case errors.Is(err, flag.ErrHelp):
-		os.Exit(2)
+		return 2
 	case errors.Is(err, errReported):
-		os.Exit(1)
+		return 1
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(os.Stderr, "frontdoor %s: %v\n", name, err)
-		os.Exit(2)
+		fmt.Fprintf(os.Stderr, "frontdoor %s: %s\n", name, oneLine(err.Error()))
+		return 2
 	default:
-		fmt.Fprintf(os.Stderr, "frontdoor %s: %v\n", name, err)
-		os.Exit(1)
+		fmt.Fprintf(os.Stderr, "frontdoor %s: %s\n", name, oneLine(err.Error()))
+		return 1
 	}
 }

@@ -42,16 +42,15 @@ func runUsage(ctx context.Context, args []string, out io.Writer, now time.Time) 
 	fromS := fs.String("from", monthFrom.Format("2006-01-02"), "window start, UTC: YYYY-MM-DD or RFC 3339 (default: the first of this month)")
 	toS := fs.String("to", monthTo.Format("2006-01-02"), "window end (exclusive), UTC: YYYY-MM-DD or RFC 3339")
 	by := fs.String("by", fdusage.ByGroup, "group (policy rule), account (Slurm) or user")
-	format := fs.String("o", "table", "output: table, csv or json")
+	format := outputFlag(fs, "table", "csv", "json")
 	chart := fs.String("chart", "", "also write an SVG chart to this file")
 	timeout := fs.Duration("timeout", 5*time.Minute, "limit for the whole command")
 	var sources multiFlag
 	fs.Var(&sources, "audit", "audit records: a file (with its rotated copies), a directory or s3://bucket/prefix; repeatable (default: audit.file, and audit.s3 if configured)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, usageUsage, format, "table", "csv", "json"); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 || (*format != "table" && *format != "csv" && *format != "json") ||
-		(*by != fdusage.ByGroup && *by != fdusage.ByAccount && *by != fdusage.ByUser) {
+	if fs.NArg() != 0 || (*by != fdusage.ByGroup && *by != fdusage.ByAccount && *by != fdusage.ByUser) {
 		return fmt.Errorf("%w: %s", errUsage, usageUsage)
 	}
 	from, err := parseWhen(*fromS)

@@ -7,10 +7,15 @@
 //   - the default is a Unix socket (mode 0600, listen.go): the kernel says
 //     which uid connected (SO_PEERCRED), and that user is the admin;
 //   - TCP only with a bearer token (tokens.go; the token's name is the
-//     admin) and/or mutual TLS (the client certificate's common name);
-//   - TCP requests must name an allowed Host, and state-changing ones must
-//     not come from another site and must be JSON (guard.go), so neither
-//     DNS rebinding nor a form on some web page reaches the API;
+//     admin) and/or mutual TLS (a client certificate whose name is on
+//     admin_client_names);
+//   - read-only tokens and certificates (admin_readonly_client_names) may
+//     only GET what a dashboard needs (access.go); a browser holding a
+//     read-only token gets it as a cookie once (login.go) and reads only;
+//   - requests must name an allowed Host (on the socket too: an SSH tunnel
+//     puts it in a browser's reach), and state-changing ones must not come
+//     from another site and must be JSON (guard.go), so neither DNS
+//     rebinding nor a form on some web page reaches the API;
 //   - /healthz is always open; /metrics is open only with
 //     admin_metrics_public; pprof exists only with admin_pprof.
 package admin
@@ -42,6 +47,12 @@ type Source interface {
 	Drain(node string, drain bool, by string) error
 }
 
+// StatusSource is a Source that can also tell the whole status: with
+// it the server serves GET /v1/status and the status page.
+type StatusSource interface {
+	Status(ctx context.Context) Status
+}
+
 // Auditor records audit events (the gateway's audit trail).
 type Auditor interface {
 	Record(audit.Event)
@@ -58,6 +69,11 @@ type Options struct {
 	Gateway string
 	// Tokens are the bearer tokens accepted over TCP (nil: none).
 	Tokens *Tokens
+	// ClientNames and ReadOnlyClientNames are the client certificates
+	// admitted as full and read-only admins (gateway.admin_client_names,
+	// admin_readonly_client_names); a certificate on neither is refused
+	// even though it chains to the client CA.
+	ClientNames, ReadOnlyClientNames []string
 	// AllowedHosts are the Host names TCP requests may carry
 	// (DefaultAllowedHosts); empty means the loopback names only.
 	AllowedHosts []string
@@ -79,20 +95,23 @@ type Server struct {
 	log         *slog.Logger
 	hosts       hostSet
 	peerAllowed func(uint32) bool
+	certs       certNames
 
 	mu  sync.Mutex // mu protects the following
 	lns []net.Listener
 }
 
 // New builds the admin API: /healthz, /metrics, /v1/sessions, /v1/nodes,
-// /v1/explain, POST /v1/drain and /v1/undrain, and /debug/pprof/ if
-// enabled.
+// /v1/explain, POST /v1/drain and /v1/undrain, /v1/status and the status
+// page (/status) if the source is a StatusSource, /login and /logout for
+// browsers with a read-only token, and /debug/pprof/ if enabled.
 func New(o Options) *Server {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
 	s := &Server{o: o, mux: http.NewServeMux(), log: o.Log.With("component", "admin"),
-		hosts: newHostSet(append(DefaultAllowedHosts(""), o.AllowedHosts...)), peerAllowed: o.PeerAllowed}
+		hosts: newHostSet(append(DefaultAllowedHosts(""), o.AllowedHosts...)), peerAllowed: o.PeerAllowed,
+		certs: newCertNames(o.ClientNames, o.ReadOnlyClientNames)}
 	if s.peerAllowed == nil {
 		s.peerAllowed = defaultPeerAllowed
 	}
@@ -119,6 +138,9 @@ func New(o Options) *Server {
 	// Drains change routing cluster-wide: POST with a JSON body only.
 	mux.HandleFunc("POST /v1/drain", func(w http.ResponseWriter, r *http.Request) { s.drain(w, r, true) })
 	mux.HandleFunc("POST /v1/undrain", func(w http.ResponseWriter, r *http.Request) { s.drain(w, r, false) })
+	if ss, ok := o.Source.(StatusSource); ok {
+		s.statusRoutes(ss)
+	}
 	if o.Pprof {
 		// Profiling, for measuring the relay under real load.
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -143,7 +165,6 @@ func (s *Server) public(r *http.Request) bool {
 
 // ServeHTTP guards, authenticates, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ci := connOf(r.Context())
 	refuse := func(status int, reason string) {
 		s.log.Warn("admin request refused", "src", r.RemoteAddr, "method", r.Method, "path", sanitize(r.URL.Path),
 			"host", sanitize(r.Host), "status", status, "reason", reason)
@@ -152,7 +173,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		http.Error(w, reason, status)
 	}
-	if !ci.unix && !s.hosts.allows(r.Host) {
+	if !s.hosts.allows(r.Host) {
 		refuse(http.StatusMisdirectedRequest, "host not allowed (add it to gateway.admin_allowed_hosts)")
 		return
 	}
@@ -170,7 +191,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mux.ServeHTTP(w, r)
 		return
 	}
+	if s.browserSession(w, r) {
+		return
+	}
 	id, err := s.authenticate(r)
+	if err == nil {
+		err = authorize(id, r)
+	}
 	if err != nil {
 		var ae *authError
 		if errors.As(err, &ae) {

@@ -29,6 +29,12 @@ func (f *fakeSource) Nodes() []NodeInfo   { return []NodeInfo{{Name: "login1"}} 
 func (f *fakeSource) Explain(_ context.Context, u string) (string, error) {
 	return "explain " + u + "\n", nil
 }
+func (f *fakeSource) Status(context.Context) Status {
+	return Status{Gateway: "gw1", Now: time.Now(), Nodes: f.Nodes(),
+		// What others wrote (a drain message, a node name) is shown, never run.
+		Drains:   []Drain{{Node: "login1", By: "unix:root", Message: "<script>alert(1)</script>", Deadline: time.Now().Add(time.Hour)}},
+		Refusals: Refusals{WindowSeconds: 900, Total: 3, ByReason: []ReasonCount{{Reason: "auth:password:fail", Count: 3}}}}
+}
 func (f *fakeSource) Drain(node string, on bool, by string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -62,11 +68,15 @@ func (f *fakeSource) lastDrain() string {
 	return f.drains[len(f.drains)-1]
 }
 
-const opsSecret = "ops-secret-0123456789abcdef"
+const (
+	opsSecret = "ops-secret-0123456789abcdef"
+	roSecret  = "grafana-secret-0123456789abcdef"
+)
 
 func testTokens(t *testing.T) *Tokens {
 	t.Helper()
-	tok, err := ParseTokens("tokens", []byte("ops "+opsSecret+"\nprometheus prom-secret-0123456789abcdef\n"))
+	tok, err := ParseTokens("tokens", []byte("ops "+opsSecret+"\nprometheus prom-secret-0123456789abcdef\n"+
+		"grafana "+roSecret+" read-only\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@ package admin
 
 import (
 	"context"
-	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -23,8 +23,10 @@ type Identity struct {
 	// client certificate).
 	Method string
 	// Name is the Unix user name (or "uid=N" when the uid has no name),
-	// the token's name, or the certificate's common name.
+	// the token's name, or the certificate's name that is on the list.
 	Name string
+	// ReadOnly: the credential may only read (access.go).
+	ReadOnly bool
 }
 
 // String is what a drain's "by", the log and the audit trail record:
@@ -111,7 +113,9 @@ func (e *authError) Error() string { return e.reason }
 //   - on the Unix socket, the peer's uid (admitted by peerAllowed);
 //   - over TCP, a bearer token if the request carries an Authorization
 //     header (a wrong one is refused even with a good certificate), else
-//     a client certificate verified against the client CA.
+//     a browser's session cookie (read-only, login.go), else a client
+//     certificate verified against the client CA whose name is on one of
+//     the lists.
 func (s *Server) authenticate(r *http.Request) (Identity, error) {
 	ci := connOf(r.Context())
 	if ci.unix {
@@ -128,30 +132,77 @@ func (s *Server) authenticate(r *http.Request) (Identity, error) {
 		if !strings.EqualFold(scheme, "Bearer") || secret == "" {
 			return Identity{}, &authError{http.StatusUnauthorized, "authorization is not a bearer token"}
 		}
-		name, ok := s.o.Tokens.Lookup(strings.TrimSpace(secret))
+		tok, ok := s.o.Tokens.Lookup(strings.TrimSpace(secret))
 		if !ok {
 			return Identity{}, &authError{http.StatusUnauthorized, "unknown bearer token"}
 		}
-		return Identity{Method: "token", Name: name}, nil
+		return Identity{Method: "token", Name: tok.Name, ReadOnly: tok.ReadOnly}, nil
 	}
-	if cn, ok := clientCertName(r.TLS); ok {
-		return Identity{Method: "cert", Name: cn}, nil
+	if c, err := r.Cookie(cookieName); err == nil && c.Value != "" {
+		// A browser's token (login.go): it only ever reads, whatever the
+		// token may do elsewhere.
+		tok, ok := s.o.Tokens.Lookup(c.Value)
+		if !ok {
+			return Identity{}, &authError{http.StatusUnauthorized, "unknown token in the session cookie (log in again)"}
+		}
+		return Identity{Method: "token", Name: tok.Name, ReadOnly: true}, nil
+	}
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		return s.certs.identify(r.TLS.VerifiedChains[0][0])
 	}
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		return Identity{}, &authError{http.StatusUnauthorized, "client certificate has no usable common name"}
+		return Identity{}, &authError{http.StatusUnauthorized, "client certificate not verified"}
 	}
 	return Identity{}, &authError{http.StatusUnauthorized, "no credentials"}
 }
 
-// clientCertName is the common name of a client certificate the TLS
-// handshake verified against the client CA (only verified chains count).
-func clientCertName(st *tls.ConnectionState) (string, bool) {
-	if st == nil || len(st.VerifiedChains) == 0 || len(st.VerifiedChains[0]) == 0 {
-		return "", false
+// certNames are the client certificates that may use the API, by name
+// (gateway.admin_client_names, admin_readonly_client_names): chaining to
+// the client CA is not enough.
+type certNames struct {
+	admin, readOnly map[string]bool // lower-case names; "*" for any
+}
+
+func newCertNames(admin, readOnly []string) certNames {
+	set := func(list []string) map[string]bool {
+		m := map[string]bool{}
+		for _, n := range list {
+			m[strings.ToLower(n)] = true
+		}
+		return m
 	}
-	cn := st.VerifiedChains[0][0].Subject.CommonName
-	if cn == "" || len(cn) > 64 || sanitize(cn) != cn {
-		return "", false
+	return certNames{admin: set(admin), readOnly: set(readOnly)}
+}
+
+// certCandidates are the names a certificate goes by: its subject common
+// name, then its DNS and e-mail subject alternative names. Names that
+// could not be shown in a log as they are do not count.
+func certCandidates(c *x509.Certificate) []string {
+	var out []string
+	for _, n := range append(append([]string{c.Subject.CommonName}, c.DNSNames...), c.EmailAddresses...) {
+		if n != "" && len(n) <= 64 && sanitize(n) == n {
+			out = append(out, n)
+		}
 	}
-	return cn, true
+	return out
+}
+
+// identify finds a verified client certificate on the lists: a full
+// admin's name first, then a read-only one.
+func (cn certNames) identify(c *x509.Certificate) (Identity, error) {
+	names := certCandidates(c)
+	if len(names) == 0 {
+		return Identity{}, &authError{http.StatusUnauthorized, "client certificate has no usable name"}
+	}
+	for _, l := range []struct {
+		set      map[string]bool
+		readOnly bool
+	}{{cn.admin, false}, {cn.readOnly, true}} {
+		for _, n := range names {
+			if l.set[strings.ToLower(n)] || l.set["*"] {
+				return Identity{Method: "cert", Name: n, ReadOnly: l.readOnly}, nil
+			}
+		}
+	}
+	return Identity{}, &authError{http.StatusForbidden, fmt.Sprintf("client certificate %q is not on admin_client_names or admin_readonly_client_names", names[0])}
 }

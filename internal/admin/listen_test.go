@@ -242,7 +242,7 @@ func TestMutualTLS(t *testing.T) {
 	mallory, malloryKey := other.issue(t, "ops-alice", x509.ExtKeyUsageClientAuth)
 	src := &fakeSource{}
 	base := startConfigured(t, config.Gateway{AdminSocket: config.AdminSocketOff, AdminListen: "127.0.0.1:0",
-		AdminTLSCert: p.serverCert, AdminTLSKey: p.serverKey, AdminClientCA: p.caFile}, src)
+		AdminTLSCert: p.serverCert, AdminTLSKey: p.serverKey, AdminClientCA: p.caFile, AdminClientNames: []string{"ops-alice"}}, src)
 
 	status, body, _ := do(t, p.client(t, alice, aliceKey), base, req{method: "POST", path: "/v1/drain",
 		ctype: "application/json", body: drainBody})
@@ -281,7 +281,8 @@ func TestTokenAndTLS(t *testing.T) {
 	sockDir := t.TempDir()
 	src := &fakeSource{}
 	base := startConfigured(t, config.Gateway{AdminSocket: filepath.Join(sockDir, "admin.sock"), AdminListen: "127.0.0.1:0",
-		AdminTokenFile: tokens, AdminTLSCert: p.serverCert, AdminTLSKey: p.serverKey, AdminClientCA: p.caFile}, src)
+		AdminTokenFile: tokens, AdminTLSCert: p.serverCert, AdminTLSKey: p.serverKey, AdminClientCA: p.caFile,
+		AdminClientNames: []string{"*"}}, src)
 	hc := p.client(t, "", "")
 	if status, _, _ := do(t, hc, base, req{path: "/v1/nodes"}); status != 401 {
 		t.Fatalf("no credential: %d", status)

@@ -30,6 +30,7 @@ func Listen(g config.Gateway, o Options) (*Server, error) {
 		lns = append(lns, ln)
 	}
 	o.MetricsPublic, o.Pprof = g.AdminMetricsPublic, g.AdminPprof
+	o.ClientNames, o.ReadOnlyClientNames = g.AdminClientNames, g.AdminReadOnlyClientNames
 	if g.AdminListen != "" {
 		if g.AdminTokenFile != "" {
 			t, err := LoadTokenFile(g.AdminTokenFile)
@@ -55,9 +56,16 @@ func Listen(g config.Gateway, o Options) (*Server, error) {
 			}
 			hosts = append(hosts, CertHosts(tc)...)
 			ln = tls.NewListener(ln, tc)
-		} else if h, _, _ := net.SplitHostPort(g.AdminListen); !isLoopback(h) && o.Log != nil {
-			o.Log.Warn("admin API on a non-loopback address without TLS: bearer tokens travel in clear text",
-				"addr", g.AdminListen)
+		} else if h, _, _ := net.SplitHostPort(g.AdminListen); !config.LoopbackHost(h) {
+			if !g.AdminAllowPlaintext {
+				// config validation refuses this too.
+				ln.Close()
+				return fail(fmt.Errorf("admin_listen %s: not loopback and no TLS (admin_allow_plaintext is not set)", g.AdminListen))
+			}
+			if o.Log != nil {
+				o.Log.Warn("admin API on a non-loopback address without TLS (admin_allow_plaintext): bearer tokens travel in clear text",
+					"addr", g.AdminListen)
+			}
 		}
 		// A wildcard listen address admits whatever port it got; the
 		// allow-list is about names.
@@ -70,12 +78,4 @@ func Listen(g config.Gateway, o Options) (*Server, error) {
 		s.log.Info("admin API listening", "on", describe(ln))
 	}
 	return s, nil
-}
-
-func isLoopback(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }

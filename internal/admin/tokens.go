@@ -20,10 +20,16 @@ import (
 //
 //	# comments and blank lines are ignored
 //	NAME SECRET
+//	NAME SECRET read-only
 //
 // NAME is the identity recorded for whatever the token does (a drain's
 // "by", the log, the audit trail), so give each client its own token
-// ("prometheus", "ops-alice", "ci"). SECRET is at least 16 characters of
+// ("prometheus", "ops-alice", "ci"). A line of two fields is a full admin,
+// as token files have always been read; a third field says what the
+// token may do: "admin" (the same as none) or "read-only" (GET the
+// status, nodes, sessions, explain and metrics, and the status page; never
+// drain, undrain, reload, upgrade or lock): give dashboards and scrapers
+// read-only tokens. SECRET is at least 16 characters of
 // RFC 6750's token alphabet (letters, digits, - . _ ~ + / and trailing =),
 // e.g. `head -c 32 /dev/urandom | base64`. The file must not be readable by
 // group or others: it is a list of passwords.
@@ -37,15 +43,28 @@ const (
 
 var tokenSecret = regexp.MustCompile(`^[A-Za-z0-9._~+/-]+=*$`)
 
+// Token roles: the optional third field of a token file line.
+const (
+	RoleAdmin    = "admin"
+	RoleReadOnly = "read-only"
+)
+
 // Tokens are the bearer tokens of a token file. Only SHA-256 sums of the
 // secrets are kept.
 type Tokens struct {
 	entries []tokenEntry
 }
 
+// Token is what a bearer token proves: a name and whether it may only
+// read.
+type Token struct {
+	Name     string
+	ReadOnly bool
+}
+
 type tokenEntry struct {
-	name string
-	sum  [sha256.Size]byte
+	Token
+	sum [sha256.Size]byte
 }
 
 // Len is the number of tokens.
@@ -56,21 +75,21 @@ func (t *Tokens) Len() int {
 	return len(t.entries)
 }
 
-// Lookup returns the name of the token whose secret is secret. It compares
-// with every token in constant time (sums of equal length, no early
-// exit), so the time taken says nothing about how close a guess was or
-// which token it was close to.
-func (t *Tokens) Lookup(secret string) (name string, ok bool) {
+// Lookup returns the token whose secret is secret. It compares with
+// every token in constant time (sums of equal length, no early exit), so
+// the time taken says nothing about how close a guess was or which token
+// it was close to.
+func (t *Tokens) Lookup(secret string) (tok Token, ok bool) {
 	if t == nil {
-		return "", false
+		return Token{}, false
 	}
 	sum := sha256.Sum256([]byte(secret))
 	for _, e := range t.entries {
 		if subtle.ConstantTimeCompare(sum[:], e.sum[:]) == 1 {
-			name, ok = e.name, true
+			tok, ok = e.Token, true
 		}
 	}
-	return name, ok
+	return tok, ok
 }
 
 // ErrTokenFileMode: the token file is readable by group or others.
@@ -123,11 +142,23 @@ func ParseTokens(name string, data []byte) (*Tokens, error) {
 			continue
 		}
 		f := strings.Fields(line)
-		if len(f) != 2 {
-			errs = append(errs, fmt.Errorf("%s:%d: want NAME SECRET, got %d fields", name, n, len(f)))
+		if len(f) != 2 && len(f) != 3 {
+			errs = append(errs, fmt.Errorf("%s:%d: want NAME SECRET [admin|read-only], got %d fields", name, n, len(f)))
 			continue
 		}
 		tn, secret := f[0], f[1]
+		readOnly := false
+		if len(f) == 3 {
+			switch f[2] {
+			case RoleAdmin:
+			case RoleReadOnly:
+				readOnly = true
+			default:
+				// The value is not echoed: it may be a secret in the wrong column.
+				errs = append(errs, fmt.Errorf("%s:%d: token %s: the third field must be %s or %s", name, n, sanitize(tn), RoleAdmin, RoleReadOnly))
+				continue
+			}
+		}
 		switch {
 		case !names.Token.Valid(tn):
 			errs = append(errs, fmt.Errorf("%s:%d: token name %q: want %s", name, n, sanitize(tn), names.Token.Syntax))
@@ -149,13 +180,13 @@ func ParseTokens(name string, data []byte) (*Tokens, error) {
 			continue
 		}
 		seen[tn], sums[sum] = n, n
-		t.entries = append(t.entries, tokenEntry{name: tn, sum: sum})
+		t.entries = append(t.entries, tokenEntry{Token: Token{Name: tn, ReadOnly: readOnly}, sum: sum})
 	}
 	if err := sc.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", name, err))
 	}
 	if len(errs) == 0 && len(t.entries) == 0 {
-		errs = append(errs, fmt.Errorf("%s: no tokens (want lines of NAME SECRET)", name))
+		errs = append(errs, fmt.Errorf("%s: no tokens (want lines of NAME SECRET [admin|read-only])", name))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

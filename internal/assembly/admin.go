@@ -12,8 +12,12 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
 )
 
-// The gateway process as the admin API sees it (admin.Source).
-var _ admin.Source = (*Gateway)(nil)
+// The gateway process as the admin API sees it (admin.Source, and its
+// status: status.go).
+var (
+	_ admin.Source       = (*Gateway)(nil)
+	_ admin.StatusSource = (*Gateway)(nil)
+)
 
 // Sessions lists the live sessions through this gateway, oldest first.
 func (a *Gateway) Sessions() []admin.Session {

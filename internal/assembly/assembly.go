@@ -16,15 +16,18 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/admin"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit/s3sink"
+	"github.com/frontdoor-hpc/frontdoor/internal/ca"
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
@@ -57,14 +60,21 @@ type Gateway struct {
 	Discovery *discovery.Source
 	// Registry holds every part's metrics; the admin API serves it.
 	Registry *prometheus.Registry
+	// Reloads keeps the last reload's result for the status and the
+	// metrics: the reload code calls Reloads.Record.
+	Reloads *ReloadLog
+	// Report fills the status parts other code owns (status.go).
+	Report Reporters
 
-	log    *slog.Logger
-	ln     net.Listener
-	admin  *admin.Server
-	stop   context.CancelFunc // ends the background loops
-	loops  sync.WaitGroup
-	closed sync.Once
-	err    error
+	log      *slog.Logger
+	started  time.Time
+	refusals *recentRefusals
+	ln       net.Listener
+	admin    *admin.Server
+	stop     context.CancelFunc // ends the background loops
+	loops    sync.WaitGroup
+	closed   sync.Once
+	err      error
 }
 
 // auditS3FlushTimeout bounds the upload of the spool at shutdown; what is
@@ -79,7 +89,7 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 		log = slog.Default()
 	}
 	bg, stop := context.WithCancel(context.Background())
-	a := &Gateway{Config: cfg, log: log, stop: stop, Registry: prometheus.NewRegistry()}
+	a := &Gateway{Config: cfg, log: log, stop: stop, Registry: prometheus.NewRegistry(), started: time.Now(), Reloads: newReloadLog()}
 	defer func() {
 		if err != nil {
 			a.Close()
@@ -120,6 +130,7 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 	if a.Audit, err = audit.Open(cfg.Audit.File, log); err != nil {
 		return nil, err
 	}
+	a.Registry.MustRegister(a.Audit.Collectors()...)
 	if cfg.Audit.S3 != nil {
 		if a.AuditS3, err = s3sink.New(ctx, *cfg.Audit.S3, cfg.Gateway.Name, s3sink.Options{Logger: log.With("component", "audit-s3")}); err != nil {
 			return nil, fmt.Errorf("audit s3: %w", err)
@@ -149,7 +160,15 @@ func Build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Gatewa
 		return nil, err
 	}
 	a.Registry.MustRegister(a.SSH.Collectors()...)
+	a.Registry.MustRegister(ca.Collectors()...)
+	caPub, caKind := a.SSH.UserCA()
+	log.Info("user CA: login nodes must trust this key (TrustedUserCAKeys) for this gateway's logins",
+		"gateway", cfg.Gateway.Name, "key", caKind, "fingerprint", ssh.FingerprintSHA256(caPub),
+		"public_key", strings.TrimSpace(string(ssh.MarshalAuthorizedKey(caPub))))
+	a.Registry.MustRegister(a.statusCollectors()...)
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.refusals = newRecentRefusals(func() map[string]float64 { return refusalTotals(a.Registry) }, a.started)
+	a.loop(bg, a.refusals.run)
 	return a, nil
 }
 

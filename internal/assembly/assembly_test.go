@@ -8,6 +8,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -25,6 +26,7 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/admin"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/ca"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
@@ -93,9 +95,30 @@ audit:
 		t.Fatal("unknown user logged in")
 	}
 	metrics := adminGet(t, filepath.Join(dir, "admin.sock"), "/metrics")
-	for _, m := range []string{`frontdoor_auth_attempts_total{method="publickey",result="fail"} 1`, "frontdoor_audit_s3_", "go_goroutines"} {
+	for _, m := range []string{`frontdoor_auth_attempts_total{method="publickey",result="fail"} 1`, "frontdoor_audit_s3_", "go_goroutines",
+		fmt.Sprintf(`frontdoor_process_sessions{pid="%d",start_time=`, os.Getpid()), `frontdoor_node_draining{node="login1"} 0`, `frontdoor_node_taking_logins{node="login1"} `,
+		`frontdoor_reloads_total{result="failed"} 0`, "frontdoor_reload_last_success 1"} {
 		if !strings.Contains(metrics, m) {
 			t.Errorf("the admin API's /metrics lacks %q", m)
+		}
+	}
+	// The status: this process, this gateway alone (no cluster), the
+	// node, and mallory's refusal among the recent ones.
+	var st admin.Status
+	if err := json.Unmarshal([]byte(adminGet(t, filepath.Join(dir, "admin.sock"), "/v1/status")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Gateway != "gws3" || len(st.Processes) != 1 || st.Processes[0].PID != os.Getpid() || st.Processes[0].State != admin.ProcessServing ||
+		len(st.Gateways) != 1 || !st.Gateways[0].Self || len(st.Nodes) != 1 || st.LastReload != nil ||
+		st.Refusals.Total < 1 || st.Refusals.ByReason[0].Reason != "auth:publickey:fail" {
+		t.Fatalf("status: %+v", st)
+	}
+	// What the reload code records shows at once.
+	a.Reloads.Record(admin.Reload{OK: false, By: "SIGHUP", Error: "gateway.yaml:9: policy.rules: empty"})
+	page := adminGet(t, filepath.Join(dir, "admin.sock"), "/status")
+	for _, want := range []string{"gateway.yaml:9: policy.rules: empty", "by SIGHUP", "auth:publickey:fail", "login1"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the status page lacks %q", want)
 		}
 	}
 	cancel()
@@ -123,6 +146,9 @@ audit:
 			var e audit.Event
 			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 				t.Fatal(err)
+			}
+			if e.Type == audit.TypeBatch { // the chain header of the batch
+				continue
 			}
 			events = append(events, e)
 		}

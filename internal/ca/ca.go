@@ -1,21 +1,31 @@
 // Package ca holds the gateway's keys: the cluster-wide host keys clients see,
 // and the user CA that mints the short-lived certificates the gateway logs in
 // to login nodes with.
+//
+// One gateway may be stolen (docs/security.md): what it can then mint must
+// be small and recoverable. So every gateway signs with a user CA key of its
+// own, which the login nodes trust as one of a set and can drop (remove it
+// from TrustedUserCAKeys, or revoke it in a KRL) without touching the
+// others; the key may live in a file (Local) or never leave AWS KMS
+// (internal/ca/kms). Every certificate is for one login: one principal, a
+// fresh key, a few minutes, a source-address that is the address the
+// gateway dialled the node from (so the certificate is useless from
+// anywhere else), a random serial and a key ID naming the gateway and the
+// session, which sshd logs with the CA's fingerprint.
+//
+// The files: ca.go (key files, host keys), authority.go (the CA key:
+// local or remote), mint.go (one login's certificate), metrics.go.
 package ca
 
 import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"golang.org/x/crypto/ssh"
-
-	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 )
 
 // LoadSigner reads an OpenSSH private key file. It refuses files readable by
@@ -117,100 +127,4 @@ func GenerateKeyFile(path, comment string) (ssh.PublicKey, error) {
 		return nil, fmt.Errorf("write public key: %w", err)
 	}
 	return sshPub, nil
-}
-
-// CA mints backend login certificates.
-type CA struct {
-	signer  ssh.Signer
-	gateway string
-	// validity is the certificate lifetime; sourceAddress is an optional
-	// source-address critical option.
-	validity      time.Duration
-	sourceAddress string
-	now           func() time.Time
-}
-
-// New returns a CA signing with signer; gateway names this gateway in key IDs.
-func New(signer ssh.Signer, gateway string, validity time.Duration, sourceAddresses []string) *CA {
-	return &CA{
-		signer:        signer,
-		gateway:       gateway,
-		validity:      validity,
-		sourceAddress: strings.Join(sourceAddresses, ","),
-		now:           time.Now,
-	}
-}
-
-// PublicKey is the CA key login nodes list in TrustedUserCAKeys.
-func (c *CA) PublicKey() ssh.PublicKey { return c.signer.PublicKey() }
-
-// Login is what one backend certificate is for.
-type Login struct {
-	// Principal is the Unix user on the login node.
-	Principal string
-	// User is the directory identity (usually equal to Principal).
-	User string
-	// Session is the gateway's session ID, for correlating node logs (sshd
-	// logs the key ID) with the audit trail.
-	Session string
-	Rights  policy.Rights
-}
-
-// ErrBadPrincipal rejects principals that could confuse sshd's matching.
-var ErrBadPrincipal = errors.New("invalid certificate principal")
-
-// Sign returns a signer for a fresh ephemeral key certified for one login.
-// The key never leaves memory and dies with the session.
-func (c *CA) Sign(l Login) (ssh.Signer, error) {
-	if l.Principal == "" || strings.ContainsAny(l.Principal, ", \t\r\n\x00*?") {
-		return nil, fmt.Errorf("%w: %q", ErrBadPrincipal, l.Principal)
-	}
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate session key: %w", err)
-	}
-	keySigner, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		return nil, fmt.Errorf("session key: %w", err)
-	}
-	now := c.now()
-	cert := &ssh.Certificate{
-		Key:             keySigner.PublicKey(),
-		Serial:          uint64(now.UnixNano()),
-		CertType:        ssh.UserCert,
-		KeyId:           fmt.Sprintf("frontdoor user=%s session=%s gateway=%s", l.User, l.Session, c.gateway),
-		ValidPrincipals: []string{l.Principal},
-		// Back-date a little for clock skew between gateway and node.
-		ValidAfter:  uint64(now.Add(-2 * time.Minute).Unix()),
-		ValidBefore: uint64(now.Add(c.validity).Unix()),
-		Permissions: ssh.Permissions{
-			CriticalOptions: map[string]string{},
-			Extensions:      extensions(l.Rights),
-		},
-	}
-	if c.sourceAddress != "" {
-		cert.CriticalOptions["source-address"] = c.sourceAddress
-	}
-	if err := cert.SignCert(rand.Reader, c.signer); err != nil {
-		return nil, fmt.Errorf("sign certificate: %w", err)
-	}
-	return ssh.NewCertSigner(cert, keySigner)
-}
-
-// extensions grants on the node exactly what the policy grants at the
-// gateway, so the node enforces it too.
-func extensions(r policy.Rights) map[string]string {
-	ext := map[string]string{"permit-pty": "", "permit-user-rc": ""}
-	if r.Agent {
-		ext["permit-agent-forwarding"] = ""
-	}
-	if r.X11 {
-		ext["permit-X11-forwarding"] = ""
-	}
-	// OpenSSH has one switch for all port forwarding (TCP and Unix sockets,
-	// both directions); the gateway enforces the finer split itself.
-	if r.Local || r.Remote || r.StreamLocal {
-		ext["permit-port-forwarding"] = ""
-	}
-	return ext
 }

@@ -1,8 +1,10 @@
 package ca
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,14 +27,17 @@ func newCA(t *testing.T) (*CA, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(s, "gw1", 5*time.Minute, []string{"10.0.0.10", "10.0.0.0/24"}), dir
+	return New(Local(s), Options{Gateway: "gw1", Validity: 5 * time.Minute}), dir
 }
+
+// src is the address a gateway dials a node from, in these tests.
+var src = netip.MustParseAddr("10.0.0.10")
 
 func TestSignMintsANarrowCertificate(t *testing.T) {
 	c, _ := newCA(t)
 	now := time.Unix(1_800_000_000, 0)
 	c.now = func() time.Time { return now }
-	s, err := c.Sign(Login{Principal: "alice", User: "alice", Session: "abc123", Rights: policy.Rights{Agent: true}})
+	s, err := c.Sign(context.Background(), Login{Principal: "alice", User: "alice", Session: "abc123", Rights: policy.Rights{Agent: true}, Source: src})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +54,7 @@ func TestSignMintsANarrowCertificate(t *testing.T) {
 	if !strings.Contains(cert.KeyId, "session=abc123") || !strings.Contains(cert.KeyId, "gateway=gw1") {
 		t.Errorf("key id %q", cert.KeyId)
 	}
-	if cert.CriticalOptions["source-address"] != "10.0.0.10,10.0.0.0/24" {
+	if cert.CriticalOptions["source-address"] != "10.0.0.10" {
 		t.Errorf("source-address %q", cert.CriticalOptions["source-address"])
 	}
 	for ext, want := range map[string]bool{"permit-pty": true, "permit-agent-forwarding": true,
@@ -71,7 +76,7 @@ func TestSignMintsANarrowCertificate(t *testing.T) {
 		t.Error("certificate valid for root")
 	}
 	// Each login gets its own key.
-	s2, _ := c.Sign(Login{Principal: "alice"})
+	s2, _ := c.Sign(context.Background(), Login{Principal: "alice", Source: src})
 	if string(s2.PublicKey().(*ssh.Certificate).Key.Marshal()) == string(cert.Key.Marshal()) {
 		t.Error("two logins share a key")
 	}
@@ -80,7 +85,7 @@ func TestSignMintsANarrowCertificate(t *testing.T) {
 func TestSignRefusesOddPrincipals(t *testing.T) {
 	c, _ := newCA(t)
 	for _, p := range []string{"", "alice,root", "a b", "*", "al?ce", "x\x00"} {
-		if _, err := c.Sign(Login{Principal: p}); !errors.Is(err, ErrBadPrincipal) {
+		if _, err := c.Sign(context.Background(), Login{Principal: p, Source: src}); !errors.Is(err, ErrBadPrincipal) {
 			t.Errorf("principal %q: %v", p, err)
 		}
 	}

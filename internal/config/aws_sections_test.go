@@ -121,3 +121,45 @@ func TestAuditS3Section(t *testing.T) {
 		})
 	}
 }
+
+// The user CA in KMS: the section starts from its defaults, the region
+// comes from the key ARN, problems are located in the file.
+func TestUserCAKMSSection(t *testing.T) {
+	const file = `
+gateway:
+  name: gw1
+  host_keys: [host]
+  user_ca_kms:
+    key_id: arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab
+backend:
+  known_hosts: [known_hosts]
+directory:
+  static: {file: users.yaml}
+nodes:
+  - {name: login1, addr: "10.0.0.1:22", pool: general}
+policy:
+  rules:
+    - {name: all, groups: ["*"], pools: [general]}
+`
+	c, err := Parse("gateway.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := c.Gateway.UserCAKMS
+	if k == nil || k.Region != "eu-west-1" || k.Timeout != 2*time.Second || k.MaxAttempts != 3 {
+		t.Errorf("user_ca_kms defaults and region not applied: %+v", k)
+	}
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"both", "  user_ca_kms:", "  user_ca_key: ca\n  user_ca_kms:", "gateway.user_ca_kms: set either"},
+		{"timeout", "    key_id:", "    timeout: 1h\n    key_id:", "gateway.yaml:6: gateway.user_ca_kms.timeout: must be between 100ms and 30s"},
+		{"key", "key_id: arn:aws:kms:eu-west-1", "key_id: arn:aws:kms:eu west-1", "gateway.yaml:6: gateway.user_ca_kms.key_id"},
+		{"typo", "    key_id:", "    keyid:", `gateway.user_ca_kms.keyid: unknown key (did you mean "key_id"?)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("gateway.yaml", []byte(strings.Replace(file, tc.from, tc.to, 1)))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}

@@ -21,9 +21,12 @@ type Backend struct {
 	// 1h. It only has to outlive the login itself; sshd does not re-check
 	// it later.
 	CertValidity time.Duration `yaml:"cert_validity"`
-	// CertSourceAddress, when set, is put into the certificate's
-	// source-address critical option (the gateways' addresses as seen by the
-	// nodes), so a stolen certificate is useless from elsewhere.
+	// CertSourceAddress replaces the certificate's source-address critical
+	// option, addresses or CIDRs. Empty (the default): each certificate's
+	// source-address is the address this gateway dials that node from, the
+	// client address the node's sshd sees, so a certificate is useless from
+	// anywhere else. Set it only when the nodes see another address than
+	// the gateway's own (a NAT between them): the NAT's addresses.
 	CertSourceAddress []string `yaml:"cert_source_address"`
 	// MaxAttempts is how many candidate nodes one login tries before
 	// giving up, 1 to 10.

@@ -230,6 +230,9 @@ func (c *Config) validate() error {
 		}
 	}
 	section(c.Gateway.Validate())
+	if c.Gateway.UserCAKMS != nil {
+		section(c.Gateway.UserCAKMS.Validate())
+	}
 	section(c.Backend.Validate())
 	section(c.Directory.Validate())
 	seen := map[string]bool{}

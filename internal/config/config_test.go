@@ -145,6 +145,7 @@ func TestAdminDefaults(t *testing.T) {
   admin_tls_cert: tls/cert.pem
   admin_tls_key: tls/key.pem
   admin_client_ca: tls/ca.pem
+  admin_client_names: [ops-alice]
   admin_allowed_hosts: [gw1.mgmt.example.edu, "10.0.0.5", "::1"]
   admin_pprof: true`, 1)
 	if c, err = Parse("/etc/frontdoor/gateway.yaml", []byte(y)); err != nil {
@@ -159,7 +160,7 @@ func TestAdminDefaults(t *testing.T) {
 		t.Fatalf("admin_socket: off: %v %+v", err, c)
 	}
 	// Mutual TLS alone is enough authentication.
-	mtls := strings.Replace(good, "  name: gw1", "  admin_listen: 127.0.0.1:9101\n  admin_tls_cert: c\n  admin_tls_key: k\n  admin_client_ca: ca", 1)
+	mtls := strings.Replace(good, "  name: gw1", "  admin_listen: 127.0.0.1:9101\n  admin_tls_cert: c\n  admin_tls_key: k\n  admin_client_ca: ca\n  admin_client_names: [ops]", 1)
 	if _, err := Parse("g.yaml", []byte(mtls)); err != nil {
 		t.Fatalf("mutual TLS without tokens: %v", err)
 	}

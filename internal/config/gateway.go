@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/ca/kms"
 	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
@@ -29,9 +30,16 @@ type Gateway struct {
 	// HostCertificates are optional OpenSSH host certificates ("*-cert.pub")
 	// for the host keys, offered in addition to the plain keys.
 	HostCertificates []string `yaml:"host_certificates"`
-	// UserCAKey is the private key of the user CA that signs the short-lived
-	// certificates the gateway uses to log in to login nodes.
+	// UserCAKey is the private key file of this gateway's user CA, which
+	// signs the short-lived certificates it logs in to login nodes with.
+	// Each gateway has its own (never copy it to another gateway): the
+	// nodes trust all the gateways' public keys (TrustedUserCAKeys lists
+	// them) and can drop one gateway's alone. Either this or UserCAKMS.
 	UserCAKey string `yaml:"user_ca_key"`
+	// UserCAKMS keeps this gateway's user CA key in AWS KMS instead of a
+	// file: the key never leaves KMS, the gateway asks it for one
+	// signature per login.
+	UserCAKMS *kms.Config `yaml:"user_ca_kms"`
 	// AdminSocket is the admin API's Unix socket (created mode 0600; the
 	// connecting user, from the kernel's peer credentials, is the admin).
 	// "off" disables it.
@@ -49,8 +57,27 @@ type Gateway struct {
 	// AdminTLSKey is the private key (PEM) of AdminTLSCert.
 	AdminTLSKey string `yaml:"admin_tls_key"`
 	// AdminClientCA (with AdminTLSCert) verifies client certificates:
-	// mutual TLS, the client certificate's common name is the admin.
+	// mutual TLS. A certificate that chains to it is only the first step:
+	// its name must also be in AdminClientNames (full admin) or
+	// AdminReadOnlyClientNames (read-only).
 	AdminClientCA string `yaml:"admin_client_ca"`
+	// AdminClientNames are the client certificates that are full admins,
+	// by name: a name matches the certificate's subject common name or
+	// one of its DNS or e-mail subject alternative names, exactly (case
+	// aside); the matched name is the admin recorded ("cert:NAME"). "*"
+	// admits every certificate the CA signed (a CA for nothing else).
+	// Required with AdminClientCA (this list or the read-only one).
+	AdminClientNames []string `yaml:"admin_client_names"`
+	// AdminReadOnlyClientNames are client certificates, matched the same
+	// way, that may only read: status, nodes, sessions, explain, metrics
+	// and the status page; never drain, undrain, reload, upgrade or lock.
+	// For dashboards and scrapers.
+	AdminReadOnlyClientNames []string `yaml:"admin_readonly_client_names"`
+	// AdminAllowPlaintext allows AdminListen on a non-loopback address
+	// without TLS (bearer tokens in clear text on the wire): only for a
+	// network where nobody can listen, such as a dedicated management
+	// link. Without it such a configuration is an error.
+	AdminAllowPlaintext bool `yaml:"admin_allow_plaintext"`
 	// AdminAllowedHosts are Host names TCP requests may carry besides the
 	// listen address's host, localhost, 127.0.0.1, ::1 and the TLS
 	// certificate's names (anything else is DNS rebinding, refused).
@@ -174,8 +201,11 @@ func (g Gateway) Validate() error {
 	if len(g.HostKeys) == 0 {
 		add("host_keys", "at least one host key file is required (create one with 'frontdoor keygen')")
 	}
-	if g.UserCAKey == "" {
-		add("user_ca_key", "required: the user CA that signs backend login certificates")
+	switch {
+	case g.UserCAKey == "" && g.UserCAKMS == nil:
+		add("user_ca_key", "required (or user_ca_kms): this gateway's user CA, which signs backend login certificates (create one with 'frontdoor keygen')")
+	case g.UserCAKey != "" && g.UserCAKMS != nil:
+		add("user_ca_kms", "set either user_ca_key or user_ca_kms, not both")
 	}
 	for _, d := range []struct {
 		key string
@@ -289,6 +319,16 @@ func DefaultMACs() []string {
 // MaxSocketPath is the longest Unix socket path Linux binds (sun_path).
 const MaxSocketPath = 107
 
+// LoopbackHost reports whether a listen address's host is loopback only
+// ("localhost", 127.0.0.0/8, ::1); "" and wildcards are not.
+func LoopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(strings.Trim(h, "[]"))
+	return err == nil && a.IsLoopback()
+}
+
 // validateAdmin: the admin API is never reachable without a credential.
 // The socket's credential is the peer's uid; TCP needs a token file or
 // mutual TLS, and the TLS files come as a set.
@@ -301,7 +341,9 @@ func (g Gateway) validateAdmin(add func(key, format string, args ...any)) {
 		set bool
 	}{{"admin_token_file", g.AdminTokenFile != ""}, {"admin_tls_cert", g.AdminTLSCert != ""},
 		{"admin_tls_key", g.AdminTLSKey != ""}, {"admin_client_ca", g.AdminClientCA != ""},
-		{"admin_allowed_hosts", len(g.AdminAllowedHosts) > 0}, {"admin_metrics_public", g.AdminMetricsPublic}}
+		{"admin_allowed_hosts", len(g.AdminAllowedHosts) > 0}, {"admin_metrics_public", g.AdminMetricsPublic},
+		{"admin_client_names", len(g.AdminClientNames) > 0}, {"admin_readonly_client_names", len(g.AdminReadOnlyClientNames) > 0},
+		{"admin_allow_plaintext", g.AdminAllowPlaintext}}
 	if g.AdminListen == "" {
 		for _, k := range tcpOnly {
 			if k.set {
@@ -310,8 +352,12 @@ func (g Gateway) validateAdmin(add func(key, format string, args ...any)) {
 		}
 		return
 	}
-	if _, _, err := net.SplitHostPort(g.AdminListen); err != nil {
+	if h, _, err := net.SplitHostPort(g.AdminListen); err != nil {
 		add("admin_listen", "not host:port: %v", err)
+	} else if g.AdminTLSCert == "" && !LoopbackHost(h) && !g.AdminAllowPlaintext {
+		add("admin_listen", "%q is not a loopback address and the admin API has no TLS: bearer tokens would cross the network "+
+			"in clear text; set admin_tls_cert and admin_tls_key, listen on 127.0.0.1, or set admin_allow_plaintext: true "+
+			"for a network nobody else can listen on", g.AdminListen)
 	}
 	if g.AdminTokenFile == "" && g.AdminClientCA == "" {
 		add("admin_listen", "the admin API over TCP needs authentication: set admin_token_file (bearer tokens) "+
@@ -326,6 +372,38 @@ func (g Gateway) validateAdmin(add func(key, format string, args ...any)) {
 	}
 	if g.AdminClientCA != "" && g.AdminTLSCert == "" {
 		add("admin_client_ca", "mutual TLS needs admin_tls_cert and admin_tls_key too")
+	}
+	if g.AdminClientCA != "" && len(g.AdminClientNames) == 0 && len(g.AdminReadOnlyClientNames) == 0 {
+		add("admin_client_ca", "name the certificates that may use the admin API in admin_client_names (full admins) "+
+			"and/or admin_readonly_client_names; [\"*\"] admits every certificate the CA signs")
+	}
+	if g.AdminClientCA == "" {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"admin_client_names", len(g.AdminClientNames) > 0}, {"admin_readonly_client_names", len(g.AdminReadOnlyClientNames) > 0}} {
+			if k.set {
+				add(k.key, "only used with admin_client_ca (mutual TLS)")
+			}
+		}
+	}
+	seen := map[string]string{}
+	for _, l := range []struct {
+		key   string
+		names []string
+	}{{"admin_client_names", g.AdminClientNames}, {"admin_readonly_client_names", g.AdminReadOnlyClientNames}} {
+		for i, n := range l.names {
+			key := fmt.Sprintf("%s[%d]", l.key, i)
+			if n != "*" && !names.Token.Valid(n) {
+				add(key, "%q: want %s, or \"*\"", n, names.Token.Syntax)
+				continue
+			}
+			if prev, dup := seen[strings.ToLower(n)]; dup {
+				add(key, "%q is already listed in %s", n, prev)
+				continue
+			}
+			seen[strings.ToLower(n)] = key
+		}
 	}
 	for i, h := range g.AdminAllowedHosts {
 		if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err != nil && !names.Host.Valid(strings.TrimSuffix(h, ".")) {

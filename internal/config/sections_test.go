@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/ca/kms"
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
@@ -33,7 +34,9 @@ func TestGatewayValidate(t *testing.T) {
 	}{
 		{"listen", func(g *Gateway) { g.Listen = "22" }, "gateway.listen: not host:port"},
 		{"no host key", func(g *Gateway) { g.HostKeys = nil }, "gateway.host_keys: at least one"},
-		{"no user CA", func(g *Gateway) { g.UserCAKey = "" }, "gateway.user_ca_key: required"},
+		{"no user CA", func(g *Gateway) { g.UserCAKey = "" }, "gateway.user_ca_key: required (or user_ca_kms)"},
+		{"user CA in KMS", func(g *Gateway) { g.UserCAKey, g.UserCAKMS = "", &kms.Config{KeyID: "alias/fd"} }, ""},
+		{"two user CAs", func(g *Gateway) { g.UserCAKMS = &kms.Config{KeyID: "alias/fd"} }, "gateway.user_ca_kms: set either user_ca_key or user_ca_kms, not both"},
 		{"max_auth_tries", func(g *Gateway) { g.MaxAuthTries = 0 }, "gateway.max_auth_tries: must be at least 1"},
 		{"max_connections", func(g *Gateway) { g.MaxConnections = 0 }, "gateway.max_connections: must be at least 1"},
 		{"max_startups", func(g *Gateway) { g.MaxStartups = 0 }, "gateway.max_startups: must be at least 1"},
@@ -60,6 +63,43 @@ func TestGatewayValidate(t *testing.T) {
 			g.AdminListen, g.AdminTokenFile, g.AdminAllowedHosts = "127.0.0.1:9101", "/t", []string{strings.Repeat("h", 64) + ".edu"}
 		}, "gateway.admin_allowed_hosts[0]"},
 		{"admin token without TCP", func(g *Gateway) { g.AdminTokenFile = "/t" }, "gateway.admin_token_file: only used with gateway.admin_listen"},
+		// A certificate from the client CA is not an admin by itself: the
+		// names say which are.
+		{"admin CA without names", func(g *Gateway) {
+			g.AdminListen, g.AdminTLSCert, g.AdminTLSKey, g.AdminClientCA = "127.0.0.1:9101", "/c", "/k", "/ca"
+		}, "gateway.admin_client_ca: name the certificates"},
+		{"admin CA with names", func(g *Gateway) {
+			g.AdminListen, g.AdminTLSCert, g.AdminTLSKey, g.AdminClientCA = "127.0.0.1:9101", "/c", "/k", "/ca"
+			g.AdminClientNames, g.AdminReadOnlyClientNames = []string{"ops-alice", "alice@example.edu"}, []string{"grafana.mgmt.example.edu"}
+		}, ""},
+		{"admin CA, read-only names only", func(g *Gateway) {
+			g.AdminListen, g.AdminTLSCert, g.AdminTLSKey, g.AdminClientCA = "127.0.0.1:9101", "/c", "/k", "/ca"
+			g.AdminReadOnlyClientNames = []string{"*"}
+		}, ""},
+		{"admin client name syntax", func(g *Gateway) {
+			g.AdminListen, g.AdminTLSCert, g.AdminTLSKey, g.AdminClientCA = "127.0.0.1:9101", "/c", "/k", "/ca"
+			g.AdminClientNames = []string{"ops alice"}
+		}, "gateway.admin_client_names[0]"},
+		{"admin client name twice", func(g *Gateway) {
+			g.AdminListen, g.AdminTLSCert, g.AdminTLSKey, g.AdminClientCA = "127.0.0.1:9101", "/c", "/k", "/ca"
+			g.AdminClientNames, g.AdminReadOnlyClientNames = []string{"ops"}, []string{"OPS"}
+		}, "gateway.admin_readonly_client_names[0]: \"OPS\" is already listed in admin_client_names[0]"},
+		{"admin names without a CA", func(g *Gateway) {
+			g.AdminListen, g.AdminTokenFile, g.AdminClientNames = "127.0.0.1:9101", "/t", []string{"ops"}
+		}, "gateway.admin_client_names: only used with admin_client_ca"},
+		// Tokens in clear text on a network are an error unless asked for.
+		{"admin plaintext on a network", func(g *Gateway) { g.AdminListen, g.AdminTokenFile = "10.0.0.5:9101", "/t" }, "gateway.admin_listen: \"10.0.0.5:9101\" is not a loopback address"},
+		{"admin plaintext on every address", func(g *Gateway) { g.AdminListen, g.AdminTokenFile = ":9101", "/t" }, "gateway.admin_listen"},
+		{"admin plaintext on a host name", func(g *Gateway) { g.AdminListen, g.AdminTokenFile = "gw1.mgmt:9101", "/t" }, "gateway.admin_listen"},
+		{"admin plaintext on localhost", func(g *Gateway) { g.AdminListen, g.AdminTokenFile = "localhost:9101", "/t" }, ""},
+		{"admin plaintext on ::1", func(g *Gateway) { g.AdminListen, g.AdminTokenFile = "[::1]:9101", "/t" }, ""},
+		{"admin plaintext allowed", func(g *Gateway) {
+			g.AdminListen, g.AdminTokenFile, g.AdminAllowPlaintext = "10.0.0.5:9101", "/t", true
+		}, ""},
+		{"admin TLS on a network", func(g *Gateway) {
+			g.AdminListen, g.AdminTokenFile, g.AdminTLSCert, g.AdminTLSKey = "0.0.0.0:9101", "/t", "/c", "/k"
+		}, ""},
+		{"admin plaintext switch without TCP", func(g *Gateway) { g.AdminAllowPlaintext = true }, "gateway.admin_allow_plaintext: only used with gateway.admin_listen"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := validGateway()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -18,6 +19,9 @@ const (
 	StageHandshake = "handshake" // SSH version exchange / key exchange
 	StageHostKey   = "hostkey"   // the node's host key could not be verified
 	StageAuth      = "auth"      // the node refused the certificate
+	// StageCert: the user CA did not sign the certificate (a KMS outage):
+	// nothing about the node, and no other node would do better.
+	StageCert = "certificate"
 )
 
 // BackendError says which node failed at which stage.
@@ -57,11 +61,16 @@ func (b *backend) close() {
 type pendingDial struct {
 	target node.Node
 	cancel context.CancelFunc
-	signer chan ssh.Signer // receives the certificate signer, once
+	mint   chan minter // receives the proven login's certificate minter, once
 	done   chan struct{}
 	b      *backend
 	err    error
 }
+
+// minter signs the certificate of one proven login for a node connection
+// whose local address — the client address the node sees, the
+// certificate's source-address — is local.
+type minter func(ctx context.Context, local netip.Addr) (ssh.Signer, error)
 
 // dialParams is what a backend dial needs besides the target.
 type dialParams struct {
@@ -75,10 +84,10 @@ type dialParams struct {
 // preconnection to t (pre may be nil).
 func startDial(ctx context.Context, t node.Node, p dialParams, pre *preconn) *pendingDial {
 	ctx, cancel := context.WithCancel(ctx)
-	pd := &pendingDial{target: t, cancel: cancel, signer: make(chan ssh.Signer, 1), done: make(chan struct{})}
+	pd := &pendingDial{target: t, cancel: cancel, mint: make(chan minter, 1), done: make(chan struct{})}
 	go func() {
 		defer close(pd.done)
-		pd.b, pd.err = dialBackend(ctx, t, p, pd.signer, pre)
+		pd.b, pd.err = dialBackend(ctx, t, p, pd.mint, pre)
 	}()
 	return pd
 }
@@ -131,9 +140,10 @@ func (pc *preconn) release() {
 	pc.budget()
 }
 
-// finish hands the certificate to the dial and waits for the login.
-func (pd *pendingDial) finish(ctx context.Context, s ssh.Signer) (*backend, error) {
-	pd.signer <- s
+// finish hands the proven login's minter to the dial and waits for the
+// login.
+func (pd *pendingDial) finish(ctx context.Context, m minter) (*backend, error) {
+	pd.mint <- m
 	select {
 	case <-pd.done:
 		return pd.b, pd.err
@@ -153,7 +163,13 @@ func (pd *pendingDial) abort() {
 	}
 }
 
-func dialBackend(ctx context.Context, t node.Node, p dialParams, signerCh <-chan ssh.Signer, pre *preconn) (*backend, error) {
+// signed is a minted certificate, or why there is none.
+type signed struct {
+	s   ssh.Signer
+	err error
+}
+
+func dialBackend(ctx context.Context, t node.Node, p dialParams, mintCh <-chan minter, pre *preconn) (*backend, error) {
 	var nc net.Conn
 	var err error
 	if pre != nil {
@@ -170,14 +186,35 @@ func dialBackend(ctx context.Context, t node.Node, p dialParams, signerCh <-chan
 	defer stop()
 	nc.SetDeadline(time.Now().Add(p.timeout))
 
+	// The certificate is signed as soon as the user is proven and this
+	// connection's local address is known (now), while the key exchange
+	// runs: a remote CA key's round trip overlaps it.
+	local := localAddr(nc)
+	certs := make(chan signed, 1)
+	signCtx, stopSigning := context.WithCancel(ctx)
+	defer stopSigning()
+	go func() {
+		select {
+		case m := <-mintCh:
+			s, err := m(signCtx, local)
+			certs <- signed{s, err}
+		case <-signCtx.Done():
+		}
+	}()
 	var signer ssh.Signer
+	var signErr error
 	getSigner := func() ([]ssh.Signer, error) {
 		if signer == nil {
 			// Key exchange is done; wait (without a socket deadline)
 			// for the client's authentication to finish.
 			nc.SetDeadline(time.Time{})
 			select {
-			case signer = <-signerCh:
+			case c := <-certs:
+				if c.err != nil {
+					signErr = c.err
+					return nil, c.err
+				}
+				signer = c.s
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -207,6 +244,8 @@ func dialBackend(ctx context.Context, t node.Node, p dialParams, signerCh <-chan
 		switch {
 		case errors.Is(err, node.ErrHostKey):
 			stage = StageHostKey
+		case signErr != nil:
+			stage, err = StageCert, signErr
 		case signer != nil:
 			stage = StageAuth
 		}
@@ -214,4 +253,13 @@ func dialBackend(ctx context.Context, t node.Node, p dialParams, signerCh <-chan
 	}
 	nc.SetDeadline(time.Time{})
 	return &backend{target: t, nodeConn: sc, chans: chans, reqs: reqs}, nil
+}
+
+// localAddr is the connection's own IP address (the zero Addr if it is not
+// TCP).
+func localAddr(c net.Conn) netip.Addr {
+	if a, ok := c.LocalAddr().(*net.TCPAddr); ok {
+		return a.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
 }

@@ -82,6 +82,14 @@ policy:
     - {name: lab, groups: [lab], pools: [general]}
 audit: {file: audit.jsonl}
 ` + extraYAML
+	gw, addr := serveTestConfig(t, dir, yml, cl)
+	return &testGateway{addr: addr, hostKey: hostPub, userKey: userKey, bobKey: bobKey, audit: filepath.Join(dir, "audit.jsonl"), gw: gw}
+}
+
+// serveTestConfig parses yml as DIR/gateway.yaml and serves the SSH server
+// it describes (newTestServer) on 127.0.0.1 until the test ends.
+func serveTestConfig(t *testing.T, dir, yml string, cl *cluster.Cluster) (*Gateway, string) {
+	t.Helper()
 	cfg, err := config.Parse(filepath.Join(dir, "gateway.yaml"), []byte(yml))
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +104,7 @@ audit: {file: audit.jsonl}
 	wg.Add(1)
 	go func() { defer wg.Done(); gw.Serve(ctx, ln) }()
 	t.Cleanup(func() { cancel(); gw.Close(); wg.Wait() })
-	return &testGateway{addr: ln.Addr().String(), hostKey: hostPub, userKey: userKey, bobKey: bobKey, audit: filepath.Join(dir, "audit.jsonl"), gw: gw}
+	return gw, ln.Addr().String()
 }
 
 // newTestServer is the SSH server alone, built from cfg with the real

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -66,28 +68,34 @@ func (c *conn) login(a attempt) (*ssh.Permissions, error) {
 	_, out := c.srv.decide(a.ident, a.node, prefer)
 	a.rule = out.Policy.Rule
 	if r := out.Refusal; r != nil {
-		c.auditAuth(a, "denied", r.Reason)
+		c.auditAuth(a, audit.ResultDenied, r.Reason)
 		return nil, c.fatalf(r.UserMsg)
 	}
 	slot, ok := c.srv.reserveSession(a.ident.Name, out.Policy.MaxSessions)
 	if !ok {
 		// Another login took the last slot since the decision.
 		r := login.CheckSessionCap(out.Policy.MaxSessions, out.Policy.MaxSessions)
-		c.auditAuth(a, "denied", r.Reason)
+		c.auditAuth(a, audit.ResultDenied, r.Reason)
 		return nil, c.fatalf(r.UserMsg)
+	}
+	// Each node connection gets its own certificate, signed when the
+	// connection's local address is known: its source-address.
+	mint := func(ctx context.Context, local netip.Addr) (ssh.Signer, error) {
+		return c.set.ca.Sign(ctx, ca.Login{Principal: a.ident.Name, User: a.ident.Name, Session: c.id,
+			Rights: out.Policy.Rights, Source: local})
 	}
 	var errs []string
 	for _, t := range out.Targets {
-		signer, err := c.set.ca.Sign(ca.Login{Principal: a.ident.Name, User: a.ident.Name, Session: c.id, Rights: out.Policy.Rights})
-		if err != nil {
+		b, err := c.dial(a, t).finish(c.ctx, mint)
+		if stageOf(err) == StageCert {
+			// No certificate: no node would do better.
 			slot()
-			c.auditAuth(a, "fail", "certificate: "+err.Error())
-			return nil, c.fatalf(login.MsgInternal)
+			c.auditAuth(a, audit.ResultError, backendReason(err))
+			return nil, c.fatalf(certMessage(err))
 		}
-		b, err := c.dial(a, t).finish(c.ctx, signer)
 		if err == nil {
 			c.result = &loginResult{typed: a.typed, ident: a.ident, policy: out.Policy, method: a.method, backend: b, slot: slot}
-			c.auditAuth(a, "ok", "")
+			c.auditAuth(a, audit.ResultOK, "")
 			return &ssh.Permissions{Extensions: map[string]string{
 				extPrincipal: a.ident.Name, extTyped: a.typed, extSession: c.id}}, nil
 		}
@@ -98,7 +106,7 @@ func (c *conn) login(a attempt) (*ssh.Permissions, error) {
 			User: a.ident.Name, Src: c.src, Node: t.Name, Result: "fail", Reason: reason})
 	}
 	slot()
-	c.auditAuth(a, "fail", "no login node: "+strings.Join(errs, "; "))
+	c.auditAuth(a, audit.ResultError, "no login node: "+strings.Join(errs, "; "))
 	return nil, c.fatalf(login.NoNodeMessage(a.node))
 }
 
@@ -128,8 +136,25 @@ func stageOf(err error) string {
 // nodeLevel reports whether a backend failure says something about the
 // node for every user: it did not answer, or failed the key exchange or
 // its host key check. A refused certificate concerns the user it named (an
-// account the node does not know, say) until proven otherwise.
-func nodeLevel(err error) bool { return stageOf(err) != StageAuth }
+// account the node does not know, say) until proven otherwise; a
+// certificate the user CA did not sign concerns no node.
+func nodeLevel(err error) bool {
+	s := stageOf(err)
+	return s != StageAuth && s != StageCert
+}
+
+// msgCAUnavailable is what a user is told when the user CA does not sign
+// (a KMS outage): nothing they can fix but retrying.
+const msgCAUnavailable = "cannot sign your login right now; please try again in a minute"
+
+// certMessage is the user's message for a certificate that was not
+// minted.
+func certMessage(err error) string {
+	if errors.Is(err, ca.ErrUnavailable) {
+		return msgCAUnavailable
+	}
+	return login.MsgInternal
+}
 
 // backendReason is the audit reason of a backend failure.
 func backendReason(err error) string {
@@ -141,7 +166,10 @@ func backendReason(err error) string {
 	case StageHostKey:
 		return fmt.Sprintf("node %s: host key verification failed: %v", be.Node, errors.Unwrap(be.Err))
 	case StageAuth:
-		return fmt.Sprintf("node %s: refused the login certificate (is the user CA in TrustedUserCAKeys and the user known there?): %v", be.Node, be.Err)
+		return fmt.Sprintf("node %s: refused the login certificate (is this gateway's user CA in its TrustedUserCAKeys and not "+
+			"revoked, the user known there, and this gateway's address as the node sees it the certificate's source-address?): %v", be.Node, be.Err)
+	case StageCert:
+		return fmt.Sprintf("certificate for node %s: %v", be.Node, be.Err)
 	}
 	return be.Error()
 }

@@ -6,7 +6,8 @@ import (
 )
 
 // Only failures that say something about the node for everyone push it
-// back for everyone: a refused certificate names one user.
+// back for everyone: a refused certificate names one user, a certificate
+// the CA did not sign no node.
 func TestNodeLevel(t *testing.T) {
 	for _, tt := range []struct {
 		err  error
@@ -16,6 +17,7 @@ func TestNodeLevel(t *testing.T) {
 		{&BackendError{Node: "n", Stage: StageHandshake, Err: errors.New("eof")}, true},
 		{&BackendError{Node: "n", Stage: StageHostKey, Err: errors.New("mismatch")}, true},
 		{&BackendError{Node: "n", Stage: StageAuth, Err: errors.New("unable to authenticate")}, false},
+		{&BackendError{Node: "n", Stage: StageCert, Err: errors.New("user CA unavailable")}, false},
 		{errors.New("something else"), true},
 	} {
 		if got := nodeLevel(tt.err); got != tt.want {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/ca"
+	"github.com/frontdoor-hpc/frontdoor/internal/ca/kms"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/login"
 	"github.com/frontdoor-hpc/frontdoor/internal/node"
@@ -32,18 +34,51 @@ func newSettings(cfg *config.Config, nodeKeys *node.HostKeys) (*settings, error)
 	if err != nil {
 		return nil, fmt.Errorf("gateway host keys: %w", err)
 	}
-	caSigner, err := ca.LoadSigner(cfg.Gateway.UserCAKey)
+	userCA, err := loadUserCA(context.Background(), cfg)
 	if err != nil {
-		return nil, fmt.Errorf("gateway user CA: %w", err)
+		return nil, err
 	}
 	return &settings{
 		cfg:        cfg,
 		hostKeys:   hk,
-		ca:         ca.New(caSigner, cfg.Gateway.Name, cfg.Backend.CertValidity, cfg.Backend.CertSourceAddress),
+		ca:         userCA,
 		nodeKeys:   nodeKeys,
 		principals: login.Principals{MinUID: cfg.Backend.MinUID, Deny: cfg.Backend.DenyPrincipals},
 		exempt:     cfg.Gateway.AdmissionExemptPrefixes(),
 	}, nil
+}
+
+// loadUserCA opens this gateway's user CA as cfg says — the key file
+// gateway.user_ca_key, or the KMS key gateway.user_ca_kms, whose public
+// key is read here, once, within its timeout — and returns the CA that
+// mints its backend login certificates (backend.cert_validity,
+// backend.cert_source_address). It is the one place the user CA is
+// loaded: at start, and again on every reload.
+func loadUserCA(ctx context.Context, cfg *config.Config) (*ca.CA, error) {
+	var key ca.Authority
+	if k := cfg.Gateway.UserCAKMS; k != nil {
+		kk, err := kms.Open(ctx, *k, kms.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("gateway user CA: %w", err)
+		}
+		key = kk
+	} else {
+		s, err := ca.LoadSigner(cfg.Gateway.UserCAKey)
+		if err != nil {
+			return nil, fmt.Errorf("gateway user CA: %w", err)
+		}
+		key = ca.Local(s)
+	}
+	return ca.New(key, ca.Options{Gateway: cfg.Gateway.Name, Validity: cfg.Backend.CertValidity,
+		SourceAddresses: cfg.Backend.CertSourceAddress}), nil
+}
+
+// UserCA is the public key of the user CA new logins are signed with (the
+// key login nodes must trust for this gateway) and where it lives ("file"
+// or "kms").
+func (g *Gateway) UserCA() (ssh.PublicKey, string) {
+	c := g.set.Load().ca
+	return c.PublicKey(), c.Kind()
 }
 
 // usageWait is how long a banner waits for GPU use: slurm.usage_timeout;

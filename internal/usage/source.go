@@ -1,12 +1,7 @@
 package usage
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,10 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
+	"github.com/frontdoor-hpc/frontdoor/internal/audit/s3sink"
 )
-
-// MaxLine is the longest audit record read; a longer line is skipped.
-const MaxLine = 1 << 20
 
 // ReadStats says what reading audit records found.
 type ReadStats struct {
@@ -33,52 +26,26 @@ type ReadStats struct {
 	Bad int
 }
 
-// ReadEvents reads JSON-lines audit records from r, gzip'ed or not (told
-// by its first bytes, not a name), keeping session.start and session.end
-// records whose time is in [from, to) and passing them to keep.
+// ReadEvents reads JSON-lines audit records from r with audit.Scan (gzip'ed
+// or not, S3 batches with their chain headers included), keeping
+// session.start and session.end records whose time is in [from, to) and
+// passing them to keep.
 func ReadEvents(r io.Reader, from, to time.Time, keep func(audit.Event)) (records, bad int, err error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return 0, 0, fmt.Errorf("gzip: %w", err)
-		}
-		defer zr.Close()
-		br = bufio.NewReaderSize(zr, 64<<10)
-	}
-	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 64<<10), MaxLine)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var e audit.Event
-		if json.Unmarshal(line, &e) != nil || e.Time.IsZero() {
+	err = audit.Scan(r, func(rec audit.Record) error {
+		e := rec.Event
+		switch {
+		case rec.Err != nil:
 			bad++
-			continue
+		case rec.Header != nil:
+		case e.Type != audit.TypeSessionStart && e.Type != audit.TypeSessionEnd:
+		case e.Time.Before(from) || !e.Time.Before(to):
+		default:
+			keep(e)
+			records++
 		}
-		if e.Type != audit.TypeSessionStart && e.Type != audit.TypeSessionEnd {
-			continue
-		}
-		if e.Time.Before(from) || !e.Time.Before(to) {
-			continue
-		}
-		keep(e)
-		records++
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return records, bad + 1, nil // the rest of the file is one line
-		}
-		// A truncated gzip stream (a copy taken mid-rotation) keeps what
-		// was read.
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return records, bad + 1, nil
-		}
-		return records, bad, err
-	}
-	return records, bad, nil
+		return nil
+	})
+	return records, bad, err
 }
 
 // LocalFiles expands an audit path: a directory is every regular file in
@@ -158,45 +125,61 @@ func ParseS3URL(u string) (bucket, prefix string, err error) {
 	return bucket, prefix, nil
 }
 
-// ReadS3 reads the objects internal/audit/s3sink wrote
-// (PREFIX/yyyy/mm/dd/GATEWAY-SEQ.jsonl.gz) for every UTC day from one day
-// before from to to (a batch's day is that of its first event, so records
-// of a day can sit in the previous day's last batch), keeping the records
-// in [from, to). Each S3 call is bounded by callTimeout.
+// ReadS3 reads the objects internal/audit/s3sink wrote (both layouts:
+// PREFIX/GATEWAY/yyyy/mm/dd/… and the older PREFIX/yyyy/mm/dd/…) for
+// every UTC day from one day before from to to (a batch's day is that of
+// its first event, so records of a day can sit in the previous day's last
+// batch), keeping the records in [from, to). Each S3 call is bounded by
+// callTimeout.
 func ReadS3(ctx context.Context, api S3API, bucket, prefix string, from, to time.Time, callTimeout time.Duration, keep func(audit.Event)) (ReadStats, error) {
 	var st ReadStats
 	if callTimeout <= 0 {
 		callTimeout = time.Minute
 	}
+	gateways, err := s3sink.Gateways(ctx, api, bucket, prefix, callTimeout)
+	if err != nil {
+		return st, fmt.Errorf("audit: %w", err)
+	}
 	for d := from.UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour); d.Before(to); d = d.Add(24 * time.Hour) {
-		dayPrefix := prefix + "/" + d.Format("2006/01/02") + "/"
-		var token *string
-		for {
-			cctx, cancel := context.WithTimeout(ctx, callTimeout)
-			out, err := api.ListObjectsV2(cctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(dayPrefix), ContinuationToken: token})
-			cancel()
-			if err != nil {
-				return st, fmt.Errorf("audit: list s3://%s/%s: %w", bucket, dayPrefix, err)
+		for _, dayPrefix := range s3sink.DayPrefixes(prefix, gateways, d) {
+			if err := readPrefix(ctx, api, bucket, prefix, dayPrefix, from, to, callTimeout, keep, &st); err != nil {
+				return st, err
 			}
-			for _, o := range out.Contents {
-				if o.Key == nil || !strings.HasSuffix(*o.Key, ".jsonl.gz") {
-					continue
-				}
-				n, bad, err := getObject(ctx, api, bucket, *o.Key, from, to, callTimeout, keep)
-				if err != nil {
-					return st, err
-				}
-				st.Sources++
-				st.Records += n
-				st.Bad += bad
-			}
-			if out.IsTruncated == nil || !*out.IsTruncated || out.NextContinuationToken == nil {
-				break
-			}
-			token = out.NextContinuationToken
 		}
 	}
 	return st, nil
+}
+
+// readPrefix reads every batch object under one day prefix.
+func readPrefix(ctx context.Context, api S3API, bucket, prefix, dayPrefix string, from, to time.Time, callTimeout time.Duration, keep func(audit.Event), st *ReadStats) error {
+	var token *string
+	for {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		out, err := api.ListObjectsV2(cctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(dayPrefix), ContinuationToken: token})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("audit: list s3://%s/%s: %w", bucket, dayPrefix, err)
+		}
+		for _, o := range out.Contents {
+			if o.Key == nil {
+				continue
+			}
+			if _, err := s3sink.ParseKey(prefix, *o.Key); err != nil {
+				continue // not a batch (frontdoor audit verify reports it)
+			}
+			n, bad, err := getObject(ctx, api, bucket, *o.Key, from, to, callTimeout, keep)
+			if err != nil {
+				return err
+			}
+			st.Sources++
+			st.Records += n
+			st.Bad += bad
+		}
+		if out.IsTruncated == nil || !*out.IsTruncated || out.NextContinuationToken == nil {
+			return nil
+		}
+		token = out.NextContinuationToken
+	}
 }
 
 func getObject(ctx context.Context, api S3API, bucket, key string, from, to time.Time, timeout time.Duration, keep func(audit.Event)) (int, int, error) {

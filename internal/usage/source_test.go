@@ -1,6 +1,7 @@
 package usage_test
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -136,6 +137,21 @@ func TestAuditFromS3(t *testing.T) {
 	}
 	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true,
 		Credentials: aws.AnonymousCredentials{}})
+	// An object a gateway wrote before batches were chained (no header,
+	// PREFIX/yyyy/mm/dd/GATEWAY-SEQ.jsonl.gz) is read too.
+	old := sessionEvents("gwold", 1, time.Date(2026, 11, 5, 0, 0, 0, 0, time.UTC))
+	var oldBody bytes.Buffer
+	zw := gzip.NewWriter(&oldBody)
+	for _, e := range old {
+		b, _ := json.Marshal(e)
+		zw.Write(append(b, '\n'))
+	}
+	zw.Close()
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("audit/2026/11/05/gwold-0000000001.jsonl.gz"),
+		Body: bytes.NewReader(oldBody.Bytes())}); err != nil {
+		t.Fatal(err)
+	}
+	all = append(all, old...)
 	list, err := client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
 	if err != nil {
 		t.Fatal(err)
@@ -169,8 +185,8 @@ func TestAuditFromS3(t *testing.T) {
 	dup := append(append([]audit.Event{}, got...), got...)
 	r := usage.Aggregate(usage.Input{From: nov1, To: dec1, Now: dec1, By: usage.ByUser, Events: usage.Dedup(dup), Config: usage.DefaultConfig()})
 	// Per gateway: 12 sessions from Oct 31 18:00, the first one before the
-	// window: 11 in it.
-	if len(r.Rows) != 1 || r.Rows[0].Sessions != 22 || r.Rows[0].SessionHours != 22 {
+	// window: 11 in it; and the old object's one.
+	if len(r.Rows) != 1 || r.Rows[0].Sessions != 23 || r.Rows[0].SessionHours != 23 {
 		t.Errorf("rows %+v", r.Rows)
 	}
 	for _, bad := range []string{"s3:/x", "http://bucket/audit", "s3://", "s3:///audit"} {

@@ -29,7 +29,10 @@
 // one source), speculation (node connections before proof), principals
 // (root, deny list, min_uid; the node's own check), protocol (messages out
 // of order, hostile names and passwords), sessioncap, timing (medians,
-// logged only). Bugs found are in BUGS.md.
+// logged only), userca (someone who owns one gateway: its CA dropped or
+// revoked alone, certificates replayed from elsewhere, a stolen CA key
+// bound to its gateway's address, a CA key in KMS and KMS outages; on
+// nodes of its own, 127.0.1.73-74). Bugs found are in BUGS.md.
 //
 // Missing prerequisites (samba, sshd, root) fail the run loudly.
 package adversarial_test
@@ -82,6 +85,7 @@ var (
 	dc     *samba.DC
 	keys   *harness.ClusterKeys
 	nodes  []harness.NodeEntry
+	bin    string // the frontdoor binary the nodes' sshd runs for principals
 	shared *harness.Gateway
 	alice  *actor
 	bob    *actor
@@ -140,7 +144,8 @@ func startNodes(ctx context.Context, stops *[]func()) error {
 	if keys, err = harness.Keys(filepath.Join(base, "keys")); err != nil {
 		return err
 	}
-	bin, rmBin, err := harness.BuildFrontdoor(ctx, filepath.Join("..", ".."))
+	var rmBin func()
+	bin, rmBin, err = harness.BuildFrontdoor(ctx, filepath.Join("..", ".."))
 	if err != nil {
 		return err
 	}
@@ -224,6 +229,12 @@ type gwOptions struct {
 	Edit func(*config.Config)
 	// Rules default to one rule granting pool general to group.
 	Rules []policy.Rule
+	// Name is gateway.name (default gw1): gateways of one name share a
+	// user CA.
+	Name string
+	// Keys and Nodes default to the suite's.
+	Keys  *harness.ClusterKeys
+	Nodes []harness.NodeEntry
 }
 
 var gwCount atomic.Int32
@@ -246,9 +257,14 @@ func startGateway(ctx context.Context, dir string, o gwOptions) (*harness.Gatewa
 	if rules == nil {
 		rules = []policy.Rule{{Name: ruleName, Groups: []string{group}, Pools: []string{pool}}}
 	}
+	k, ns := keys, nodes
+	if o.Keys != nil {
+		k, ns = o.Keys, o.Nodes
+	}
 	return harness.StartGateway(ctx, harness.GatewayOptions{Dir: dir, Config: harness.GatewayConfig{
-		Keys:           keys,
-		Nodes:          nodes,
+		Name:           o.Name,
+		Keys:           k,
+		Nodes:          ns,
 		Rules:          rules,
 		ConnectTimeout: 20 * time.Second, // a loaded 2-core machine
 		Edit: func(c *config.Config) {

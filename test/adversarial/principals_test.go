@@ -60,7 +60,7 @@ func TestSystemPrincipalsRefused(t *testing.T) {
 		{"loose", loose, "Root", root, "principal root is never allowed", "denied"},
 		// The gateway lets it through; login1 and login2 refuse the
 		// certificate: the node's own lock.
-		{"loose", loose, low.name, low, "refused the login certificate", "fail"},
+		{"loose", loose, low.name, low, "refused the login certificate", audit.ResultError},
 	} {
 		t.Run(tt.gw+"/"+tt.login, func(t *testing.T) {
 			before := len(audits(t, tt.g))

@@ -129,7 +129,7 @@ func TestRefuseNodeWithWrongHostKey(t *testing.T) {
 	if ev.Node != "badnode" {
 		t.Errorf("backend audit event names node %q", ev.Node)
 	}
-	wantAudit(t, ctx, since, audit.TypeAuth, carolName, "fail", "no login node")
+	wantAudit(t, ctx, since, audit.TypeAuth, carolName, audit.ResultError, "no login node")
 	// The session ID in the message matches the audit trail.
 	if !strings.Contains(string(r.Stderr), "(session "+ev.Session+")") {
 		t.Errorf("client message does not carry session %s: %s", ev.Session, r.Stderr)

@@ -14,15 +14,17 @@
 //
 // The pieces, in the order a test or the stack uses them:
 //
-//	keys, _ := harness.Keys(dir)                       // cluster host key + user CA, once
+//	keys, _ := harness.Keys(dir)                       // cluster host key, trusted CAs, KRL
 //	harness.EnsureUnixUser("alice")                    // useradd -m, password field "*"
 //	alice, _ := harness.NewUser(dir, "alice", "pw", "nlp-lab") // key pair + argon2id hash
 //	harness.WriteUsersFile(usersYAML, alice)           // static directory file
 //	node, _ := harness.StartNode(ctx, harness.NodeOptions{Name: "login1",
-//		Addr: "127.0.1.1", Dir: dir, UserCAPub: keys.UserCAPub}) // real sshd
+//		Addr: "127.0.1.1", Dir: dir, UserCAPub: keys.UserCAPub,
+//		RevokedKeys: keys.RevokedKeys}) // real sshd
 //	gw, _ := harness.StartGateway(ctx, harness.GatewayOptions{Dir: dir,
 //		Config: harness.GatewayConfig{Keys: keys, UsersFile: usersYAML,
-//			Nodes: []harness.NodeEntry{node.Entry("general")}}}) // in-process gateway
+//			Nodes: []harness.NodeEntry{node.Entry("general")}}}) // in-process gateway,
+//			// signing with its own user CA (keys.GatewayCA), which the nodes trust
 //	res := harness.Run(gw.Client(alice).SSH(ctx, "alice", "hostname"), nil) // real ssh
 //
 // WriteGatewayConfig alone writes the YAML (and the nodes' known_hosts) for

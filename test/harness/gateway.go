@@ -23,7 +23,6 @@ import (
 
 	"github.com/frontdoor-hpc/frontdoor/internal/assembly"
 	"github.com/frontdoor-hpc/frontdoor/internal/audit"
-	"github.com/frontdoor-hpc/frontdoor/internal/ca"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/gateway"
@@ -32,43 +31,6 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/throttle"
 	"github.com/frontdoor-hpc/frontdoor/internal/yamlconf"
 )
-
-// ClusterKeys are the keys every gateway of a cluster shares: the SSH host
-// key clients see and the user CA login nodes trust.
-type ClusterKeys struct {
-	HostKey       string        // private host key file
-	HostPublicKey ssh.PublicKey // what clients put in known_hosts
-	UserCAKey     string        // private user CA file (gateway.user_ca_key)
-	UserCAPub     string        // public user CA file (sshd TrustedUserCAKeys)
-}
-
-// Keys creates the cluster keys in dir, or loads them if they are there.
-func Keys(dir string) (*ClusterKeys, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("harness: %w", err)
-	}
-	k := &ClusterKeys{
-		HostKey:   filepath.Join(dir, "host_ed25519"),
-		UserCAKey: filepath.Join(dir, "user_ca"),
-		UserCAPub: filepath.Join(dir, "user_ca.pub"),
-	}
-	for _, p := range []struct{ path, comment string }{
-		{k.HostKey, "frontdoor-host"},
-		{k.UserCAKey, "frontdoor-user-ca"},
-	} {
-		if _, err := os.Stat(p.path); errors.Is(err, os.ErrNotExist) {
-			if _, err := ca.GenerateKeyFile(p.path, p.comment); err != nil {
-				return nil, fmt.Errorf("harness: %w", err)
-			}
-		}
-	}
-	s, err := ca.LoadSigner(k.HostKey)
-	if err != nil {
-		return nil, fmt.Errorf("harness: %w", err)
-	}
-	k.HostPublicKey = s.PublicKey()
-	return k, nil
-}
 
 // NodeEntry is one login node in a gateway configuration, with the
 // known_hosts line the gateway verifies it with (by node name).
@@ -107,8 +69,12 @@ type GatewayConfig struct {
 	// set in Edit.
 	AdminListen    string
 	AdminTokenFile string
-	Keys           *ClusterKeys
-	Nodes          []NodeEntry
+	// Keys are the cluster's keys: the gateway presents Keys.HostKey and
+	// signs with a user CA of its own, Keys.GatewayCA(Name), which the
+	// nodes trust (Edit may point gateway.user_ca_key elsewhere, or set
+	// user_ca_kms).
+	Keys  *ClusterKeys
+	Nodes []NodeEntry
 	// UsersFile is the static directory's users file (see WriteUsersFile);
 	// Edit may set another directory instead.
 	UsersFile string
@@ -146,7 +112,12 @@ func GatewayConfigFor(dir string, c GatewayConfig) (*config.Config, error) {
 	cfg := config.DefaultConfig()
 	g := &cfg.Gateway
 	g.Name, g.Listen = cmp.Or(c.Name, "gw1"), cmp.Or(c.Listen, "127.0.0.1:0")
-	g.HostKeys, g.UserCAKey = []string{c.Keys.HostKey}, c.Keys.UserCAKey
+	g.HostKeys = []string{c.Keys.HostKey}
+	// Each gateway its own user CA, which the nodes trust with the others.
+	var err error
+	if g.UserCAKey, err = c.Keys.GatewayCA(g.Name); err != nil {
+		return nil, err
+	}
 	g.AdminSocket = cmp.Or(c.AdminSocket, defaultAdminSocket(dir))
 	g.AdminListen, g.AdminTokenFile, g.Banner = c.AdminListen, c.AdminTokenFile, c.Banner
 	var kh strings.Builder

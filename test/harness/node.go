@@ -34,9 +34,17 @@ type NodeOptions struct {
 	// Dir holds the node's host key, sshd_config, authorized_keys and log.
 	// It is created if missing.
 	Dir string
-	// UserCAPub is the gateway user CA's public key file, trusted through
-	// TrustedUserCAKeys. Required.
+	// UserCAPub is the file of the gateways' user CA public keys, trusted
+	// through TrustedUserCAKeys (ClusterKeys.UserCAPub). Required.
 	UserCAPub string
+	// RevokedKeys, if set, is sshd's RevokedKeys file, a KRL
+	// (ClusterKeys.RevokedKeys). It must exist: sshd refuses every key
+	// while it cannot read it.
+	RevokedKeys string
+	// Gateways, if set with Frontdoor, is the gateways file the
+	// principals command binds each CA to its gateway's addresses with
+	// (--gateways FILE %u %F; see GatewaysLine).
+	Gateways string
 	// ExtraConfig lines are appended to sshd_config.
 	ExtraConfig []string
 	// Frontdoor, if set, is a frontdoor binary: sshd then checks every
@@ -169,9 +177,23 @@ func (n *Node) writeConfig(o NodeOptions, keyPath string) error {
 		"Subsystem sftp internal-sftp",
 		"LogLevel VERBOSE",
 	}
+	if o.RevokedKeys != "" {
+		krl, err := filepath.Abs(o.RevokedKeys)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, "RevokedKeys "+krl)
+	}
 	if o.Frontdoor != "" {
-		lines = append(lines, "AuthorizedPrincipalsCommand "+o.Frontdoor+" authorized-principals --min-uid 1000 %u",
-			"AuthorizedPrincipalsCommandUser nobody", "PermitRootLogin no")
+		cmd := "AuthorizedPrincipalsCommand " + o.Frontdoor + " authorized-principals --min-uid 1000 %u"
+		if o.Gateways != "" {
+			gws, err := filepath.Abs(o.Gateways)
+			if err != nil {
+				return err
+			}
+			cmd = "AuthorizedPrincipalsCommand " + o.Frontdoor + " authorized-principals --min-uid 1000 --gateways " + gws + " %u %F"
+		}
+		lines = append(lines, cmd, "AuthorizedPrincipalsCommandUser nobody", "PermitRootLogin no")
 	}
 	lines = append(lines, o.ExtraConfig...)
 	return os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)

@@ -15,8 +15,9 @@ type Config struct {
 	// Bucket receives the audit objects.
 	Bucket string `yaml:"bucket"`
 	// Prefix is the key prefix: objects are
-	// PREFIX/yyyy/mm/dd/GATEWAY-SEQ.jsonl.gz. Leading and trailing '/' are
-	// dropped.
+	// PREFIX/GATEWAY/yyyy/mm/dd/CHAIN-SEQ.jsonl.gz (docs/audit.md), and each
+	// gateway's IAM policy should allow it PREFIX/GATEWAY/* only. Leading
+	// and trailing '/' are dropped.
 	Prefix string `yaml:"prefix"`
 	// Region is the bucket's region. Default: the SDK's chain (AWS_REGION,
 	// the profile).
@@ -44,10 +45,25 @@ type Config struct {
 	// ProtectSystem=strict.
 	SpoolDir string `yaml:"spool_dir"`
 	// SpoolMaxBytes caps the spool, in bytes (at least 65536). When it is
-	// full, new events are dropped (counted in
-	// frontdoor_audit_s3_dropped_events_total and logged as errors) until
+	// full, failed authentications already spooled are shed first; then
+	// new events are dropped (counted in
+	// frontdoor_audit_s3_dropped_events_total by class and logged) until
 	// uploads make room; the audit file, if configured, still has them.
 	SpoolMaxBytes int64 `yaml:"spool_max_bytes"`
+	// SpoolUnauthenticatedMaxBytes is the most of the spool that failed
+	// authentications (which any stranger can produce) may take, so that
+	// during an S3 outage a flood of them never displaces session and
+	// admin records: 4096 bytes to half of spool_max_bytes, or 0 for a
+	// quarter of spool_max_bytes.
+	SpoolUnauthenticatedMaxBytes int64 `yaml:"spool_unauthenticated_max_bytes"`
+}
+
+// unauthenticatedMax is SpoolUnauthenticatedMaxBytes with 0 resolved.
+func (c Config) unauthenticatedMax() int64 {
+	if c.SpoolUnauthenticatedMaxBytes == 0 {
+		return c.SpoolMaxBytes / 4
+	}
+	return c.SpoolUnauthenticatedMaxBytes
 }
 
 // DefaultConfig returns the defaults: objects under audit/, a batch every
@@ -117,6 +133,9 @@ func (c Config) Validate() error {
 	}
 	if c.SpoolMaxBytes < 64<<10 {
 		add("spool_max_bytes", "must be at least 65536")
+	}
+	if u := c.SpoolUnauthenticatedMaxBytes; u != 0 && (u < 4<<10 || u > c.SpoolMaxBytes/2) {
+		add("spool_unauthenticated_max_bytes", "must be 0 (a quarter of spool_max_bytes) or between 4096 and half of spool_max_bytes (%d), got %d", c.SpoolMaxBytes/2, u)
 	}
 	return errors.Join(errs...)
 }

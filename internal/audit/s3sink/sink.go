@@ -1,20 +1,31 @@
 // Package s3sink ships audit events to an S3 bucket: batches of JSON
 // lines, gzipped, one object per batch under
-// PREFIX/yyyy/mm/dd/GATEWAY-SEQ.jsonl.gz, with optional server-side
-// encryption.
+// PREFIX/GATEWAY/yyyy/mm/dd/CHAIN-SEQ.jsonl.gz (layout.go), with optional
+// server-side encryption.
+//
+// Each gateway's batches form a hash chain (chain.go): every object
+// begins with a header carrying its sequence number and the SHA-256 of the
+// previous object, and the chain survives restarts; `frontdoor audit
+// verify` checks it. The package comment of chain.go says why batches are
+// chained and not signed, in terms of the attacker: someone who owns one
+// gateway.
 //
 // Nothing is lost while the bucket is unreachable: every event is appended
-// to a batch file in a local spool directory first (Record never waits for
-// the network), sealed batches wait there until an upload succeeds, and
-// what is in the spool at start (after a crash too) is uploaded. The spool
-// has a size cap; when it is full new events are dropped, counted and
-// logged as errors — the audit file keeps them if one is configured.
-// Nothing is duplicated: a batch's key is fixed by its name, and uploads
-// are conditional (If-None-Match: *), so a batch uploaded twice (a crash
-// or a lost answer after a successful upload) is recognised by its
-// checksum and not written again; a different object under the same key
-// (a spool directory lost and its sequence restarted) is never
-// overwritten — the batch takes the next free number instead.
+// to a batch file in a local spool directory first (spool.go), closed
+// batches wait there until an upload succeeds, and what is in the spool at
+// start (after a crash too) is uploaded. The spool has a size cap and
+// failed authentications — which any stranger can produce — have a budget
+// of their own within it: they are shed first, so a flood of them during
+// an outage never displaces session and admin records. What cannot be
+// kept is dropped, counted by class and logged — the audit file keeps it
+// if one is configured.
+//
+// Nothing is duplicated or overwritten: a batch's key is fixed once it is
+// linked into the chain, and uploads are conditional (If-None-Match: *,
+// which the IAM policy in deploy/ requires), so a batch uploaded twice (a
+// crash or a lost answer after a successful upload) is recognised by its
+// checksum; a different object under the key is never overwritten — the
+// batch is set aside and the break is left for verify to show.
 package s3sink
 
 import (
@@ -49,6 +60,26 @@ type Options struct {
 	UploadTimeout time.Duration
 }
 
+const nClasses = len(audit.Classes)
+
+// dropReportEvery is the least time between two log lines about dropped
+// events of one class.
+const dropReportEvery = time.Minute
+
+// openBatch is the batch a class's events are appended to.
+type openBatch struct {
+	f      *os.File
+	file   batchFile
+	events int
+	since  time.Time
+}
+
+// body is a closed, gzipped batch waiting to join the chain.
+type body struct {
+	batchFile
+	size int64
+}
+
 // Sink is an audit.Sink shipping to S3. Record is safe for concurrent use.
 type Sink struct {
 	cfg     Config
@@ -69,20 +100,29 @@ type Sink struct {
 	killOnce sync.Once
 
 	mu sync.Mutex // mu protects the following
-	// open is the batch events are appended to (nil: none yet).
-	open       *os.File
-	openName   batchName
-	openEvents int
-	openSince  time.Time
-	// ready are closed batches the worker has to seal; sealed wait for upload.
-	ready   []batchName
-	sealed  []batchName
-	lastSeq uint64
-	bytes   int64 // spool size: open, ready and sealed files
-	full    bool
-	fullLog time.Time
-	dropped int64 // while full, since the last loud log line
-	closed  bool
+	// open is each class's open batch (nil: none yet).
+	open [nClasses]*openBatch
+	// ready are closed batches the worker has to seal into bodies; bodies
+	// wait to be linked (by id); links wait for upload (in chain order).
+	ready  []batchFile
+	bodies []body
+	links  []linkFile
+	// linking is the id of the body being linked (0: none): never shed.
+	linking uint64
+	lastID  uint64
+	chain   chainState
+	// bytes is each class's share of the spool (open batches and bodies);
+	// linkBytes is the link files'.
+	bytes     [nClasses]int64
+	linkBytes int64
+	// pendingDrops are drops since the last link, for its header.
+	pendingDrops [nClasses]int64
+	// full is set while authenticated events are being dropped.
+	full bool
+	// dropped counts drops since the last report line, per class.
+	dropped    [nClasses]int64
+	lastReport [nClasses]time.Time
+	closed     bool
 }
 
 // New opens the spool (uploading what an earlier run left there) and
@@ -115,14 +155,23 @@ func New(ctx context.Context, cfg Config, gateway string, opts Options) (*Sink, 
 		}
 		s.api, s.transport = c, tr
 	}
-	st, err := scanSpool(cfg.SpoolDir)
+	st, err := scanSpool(cfg.SpoolDir, gateway)
 	if err != nil {
 		return nil, err
 	}
-	s.lastSeq, s.bytes = st.maxSeq, st.bytes
-	s.ready, s.sealed = st.unsealed, st.sealed
-	if n := len(st.sealed) + len(st.unsealed); n > 0 {
-		s.log.Info("audit s3: resuming batches left in the spool", "batches", n, "bytes", st.bytes, "spool", cfg.SpoolDir)
+	if s.chain, err = loadChain(cfg.SpoolDir, gateway, st.links, s.now()); err != nil {
+		return nil, err
+	}
+	if s.chain.Seq == 0 && s.chain.Restart != "" {
+		s.log.Warn("audit s3: starting a new audit chain", "chain", s.chain.Chain, "reason", s.chain.Restart, "spool", cfg.SpoolDir)
+	}
+	s.lastID, s.bytes, s.linkBytes = st.maxID, st.bytes, st.linkBytes
+	s.ready, s.links = st.open, st.links
+	for _, b := range st.bodies {
+		s.bodies = append(s.bodies, body{batchFile: b, size: fileSize(filepath.Join(cfg.SpoolDir, b.name()))})
+	}
+	if n := len(st.open) + len(st.bodies) + len(st.links); n > 0 {
+		s.log.Info("audit s3: resuming batches left in the spool", "batches", n, "bytes", s.totalLocked(), "spool", cfg.SpoolDir)
 	}
 	s.updateGaugesLocked()
 	go s.run()
@@ -133,96 +182,152 @@ func New(ctx context.Context, cfg Config, gateway string, opts Options) (*Sink, 
 // Collectors are the sink's metrics, for the caller's registry.
 func (s *Sink) Collectors() []prometheus.Collector { return s.metrics.collectors() }
 
-// Record appends one event to the open batch. It never waits for the
-// network; a full spool drops the event (counted and logged).
+// Name is the sink's name in the audit Logger's metrics.
+func (s *Sink) Name() string { return "s3" }
+
+func (s *Sink) totalLocked() int64 {
+	return s.bytes[audit.ClassAuthenticated] + s.bytes[audit.ClassUnauthenticated] + s.linkBytes
+}
+
+// Record appends one event to its class's open batch. It never waits for
+// the network. When the spool has no room, unauthenticated bodies are
+// shed for an authenticated event; what still does not fit is dropped
+// (counted and logged).
 func (s *Sink) Record(e audit.Event) {
+	if e.Time.IsZero() { // audit.Logger sets it; every record has one
+		e.Time = s.now()
+	}
+	c := audit.ClassOf(e)
 	line, err := json.Marshal(e)
 	if err != nil {
-		s.drop("marshal")
+		s.drop(c, "marshal")
 		return
 	}
 	line = append(line, '\n')
+	n := int64(len(line))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		s.dropLocked("closed")
+		s.dropLocked(c, "closed", 1)
 		return
 	}
-	if s.bytes+int64(len(line)) > s.cfg.SpoolMaxBytes {
-		s.dropLocked("spool_full")
-		return
-	}
-	if s.open == nil {
-		if err := s.openBatchLocked(e.Time); err != nil {
-			s.log.Error("audit s3: cannot open a batch in the spool; event dropped", "err", err, "spool", s.cfg.SpoolDir)
-			s.dropLocked("write_error")
+	switch c {
+	case audit.ClassUnauthenticated:
+		if s.bytes[c]+n > s.cfg.unauthenticatedMax() || s.totalLocked()+n > s.cfg.SpoolMaxBytes {
+			s.dropLocked(c, "spool_full", 1)
+			return
+		}
+	default:
+		if s.totalLocked()+n > s.cfg.SpoolMaxBytes {
+			s.shedLocked(s.totalLocked() + n - s.cfg.SpoolMaxBytes)
+		}
+		if s.totalLocked()+n > s.cfg.SpoolMaxBytes {
+			s.dropLocked(c, "spool_full", 1)
 			return
 		}
 	}
-	if _, err := s.open.Write(line); err != nil {
+	ob := s.open[c]
+	if ob == nil {
+		if ob, err = s.openBatchLocked(c); err != nil {
+			s.log.Error("audit s3: cannot open a batch in the spool; event dropped", "err", err, "spool", s.cfg.SpoolDir)
+			s.dropLocked(c, "write_error", 1)
+			return
+		}
+	}
+	if _, err := ob.f.Write(line); err != nil {
 		s.log.Error("audit s3: spool write failed; event dropped", "err", err, "spool", s.cfg.SpoolDir)
-		s.dropLocked("write_error")
+		s.dropLocked(c, "write_error", 1)
 		return
 	}
-	s.openEvents++
-	s.bytes += int64(len(line))
-	s.metrics.spoolBytes.Set(float64(s.bytes))
-	if s.openEvents >= s.cfg.BatchMaxEvents {
-		s.rotateLocked()
+	ob.events++
+	s.bytes[c] += n
+	s.metrics.spoolBytes.Set(float64(s.totalLocked()))
+	if ob.events >= s.cfg.BatchMaxEvents {
+		s.rotateLocked(c)
 	}
 }
 
-func (s *Sink) drop(reason string) {
+// shedLocked deletes unauthenticated bodies, oldest first, until need
+// bytes are free or none is left (never the one being linked).
+func (s *Sink) shedLocked(need int64) {
+	for i := 0; i < len(s.bodies) && need > 0; {
+		b := s.bodies[i]
+		if b.class != audit.ClassUnauthenticated || b.id == s.linking {
+			i++
+			continue
+		}
+		path := filepath.Join(s.cfg.SpoolDir, b.name())
+		gz, _ := os.ReadFile(path)
+		events, _ := countEvents(gz)
+		if err := os.Remove(path); err != nil {
+			s.log.Error("audit s3: cannot shed a batch of failed authentications", "err", err, "batch", b.name())
+			i++
+			continue
+		}
+		s.bodies = slices.Delete(s.bodies, i, i+1)
+		s.bytes[b.class] -= b.size
+		need -= b.size
+		s.dropLocked(b.class, "shed", int64(events))
+	}
+}
+
+func (s *Sink) drop(c audit.Class, reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.dropLocked(reason)
+	s.dropLocked(c, reason, 1)
 }
 
-func (s *Sink) dropLocked(reason string) {
-	s.metrics.dropped.WithLabelValues(reason).Inc()
-	if reason != "spool_full" {
+// dropLocked counts n events of class c that will never reach S3, and
+// says so in the log at most once per dropReportEvery per class: loudly
+// for authenticated events, as a warning for the noise.
+func (s *Sink) dropLocked(c audit.Class, reason string, n int64) {
+	s.metrics.dropped.WithLabelValues(reason, c.String()).Add(float64(n))
+	s.pendingDrops[c] += n
+	if reason != "spool_full" && reason != "shed" {
 		return
 	}
-	s.dropped++
+	s.dropped[c] += n
 	now := s.now()
-	if !s.full || now.Sub(s.fullLog) >= time.Minute {
-		s.log.Error("AUDIT EVENTS DROPPED: audit S3 spool is full; new events are dropped until uploads make room",
-			"spool", s.cfg.SpoolDir, "spool_bytes", s.bytes, "spool_max_bytes", s.cfg.SpoolMaxBytes,
-			"dropped_since_last_report", s.dropped, "bucket", s.cfg.Bucket)
-		s.full, s.fullLog, s.dropped = true, now, 0
+	if c == audit.ClassAuthenticated && !s.full {
+		s.full = true
 		s.metrics.full.Set(1)
-	}
-}
-
-// openBatchLocked names a new batch after the next sequence number.
-func (s *Sink) openBatchLocked(first time.Time) error {
-	if first.IsZero() {
-		first = s.now()
-	}
-	day := first.UTC().Truncate(24 * time.Hour)
-	b := batchName{day: day, gateway: s.gateway, seq: s.lastSeq + 1}
-	if err := writeSeq(s.cfg.SpoolDir, b.seq); err != nil {
-		return err
-	}
-	s.lastSeq = b.seq
-	f, err := os.OpenFile(filepath.Join(s.cfg.SpoolDir, b.String()+openExt), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	s.open, s.openName, s.openEvents, s.openSince = f, b, 0, s.now()
-	return nil
-}
-
-// rotateLocked closes the open batch and hands it to the worker to seal.
-func (s *Sink) rotateLocked() {
-	if s.open == nil {
+	} else if now.Sub(s.lastReport[c]) < dropReportEvery {
 		return
 	}
-	if err := s.open.Close(); err != nil {
-		s.log.Error("audit s3: closing batch", "err", err, "batch", s.openName.String())
+	attrs := []any{"class", c.String(), "dropped_since_last_report", s.dropped[c], "spool", s.cfg.SpoolDir,
+		"spool_bytes", s.totalLocked(), "spool_max_bytes", s.cfg.SpoolMaxBytes, "bucket", s.cfg.Bucket}
+	if c == audit.ClassAuthenticated {
+		s.log.Error("AUDIT EVENTS DROPPED: audit S3 spool is full; new events are dropped until uploads make room", attrs...)
+	} else {
+		s.log.Warn("audit s3: dropping failed-authentication events: their share of the spool is full (session and admin events are kept)",
+			append(attrs, "unauthenticated_max_bytes", s.cfg.unauthenticatedMax())...)
 	}
-	s.ready = append(s.ready, s.openName)
-	s.open = nil
+	s.dropped[c], s.lastReport[c] = 0, now
+}
+
+// openBatchLocked opens a new batch for class c.
+func (s *Sink) openBatchLocked(c audit.Class) (*openBatch, error) {
+	b := batchFile{kind: "open", class: c, id: s.lastID + 1}
+	f, err := os.OpenFile(filepath.Join(s.cfg.SpoolDir, b.name()), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	s.lastID = b.id
+	s.open[c] = &openBatch{f: f, file: b, since: s.now()}
+	return s.open[c], nil
+}
+
+// rotateLocked closes c's open batch and hands it to the worker to seal.
+func (s *Sink) rotateLocked(c audit.Class) {
+	ob := s.open[c]
+	if ob == nil {
+		return
+	}
+	if err := ob.f.Close(); err != nil {
+		s.log.Error("audit s3: closing batch", "err", err, "batch", ob.file.name())
+	}
+	s.ready = append(s.ready, ob.file)
+	s.open[c] = nil
 	s.poke()
 }
 
@@ -234,23 +339,28 @@ func (s *Sink) poke() {
 }
 
 func (s *Sink) updateGaugesLocked() {
-	s.metrics.spoolBytes.Set(float64(s.bytes))
-	s.metrics.spoolBatches.Set(float64(len(s.sealed) + len(s.ready)))
-	if s.full && s.bytes < s.cfg.SpoolMaxBytes*9/10 {
+	total := s.totalLocked()
+	s.metrics.spoolBytes.Set(float64(total))
+	s.metrics.spoolBatches.Set(float64(len(s.ready) + len(s.bodies) + len(s.links)))
+	if s.full && total < s.cfg.SpoolMaxBytes*9/10 {
 		s.full = false
 		s.metrics.full.Set(0)
-		s.log.Warn("audit s3: spool has room again; events are accepted", "spool_bytes", s.bytes, "dropped_since_last_report", s.dropped)
-		s.dropped = 0
+		s.log.Warn("audit s3: spool has room again; events are accepted", "spool_bytes", total,
+			"dropped_since_last_report", s.dropped[audit.ClassAuthenticated])
+		s.dropped[audit.ClassAuthenticated] = 0
 	}
 }
 
-// Close stops accepting events, seals the open batch and uploads what the
-// spool holds until ctx ends; what is left is uploaded at the next start.
+// Close stops accepting events, seals the open batches and uploads what
+// the spool holds until ctx ends; what is left is uploaded at the next
+// start.
 func (s *Sink) Close(ctx context.Context) error {
 	s.closeMu.Do(func() {
 		s.mu.Lock()
 		s.closed = true
-		s.rotateLocked()
+		for _, c := range audit.Classes {
+			s.rotateLocked(c)
+		}
 		s.mu.Unlock()
 		close(s.stop)
 	})
@@ -265,7 +375,7 @@ func (s *Sink) Close(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n := len(s.ready) + len(s.sealed); n > 0 {
+	if n := len(s.ready) + len(s.bodies) + len(s.links); n > 0 {
 		return fmt.Errorf("audit s3: %d batches left in %s; they are uploaded at the next start", n, s.cfg.SpoolDir)
 	}
 	return nil
@@ -275,10 +385,19 @@ func (s *Sink) Close(ctx context.Context) error {
 // spool keeps everything for the next start.
 func (s *Sink) abort() { s.killOnce.Do(func() { close(s.kill) }) }
 
+func (s *Sink) killed() bool {
+	select {
+	case <-s.kill:
+		return true
+	default:
+		return false
+	}
+}
+
 // run is the worker: it seals closed batches, closes a batch at its
-// maximum age and uploads sealed batches in order, backing off while
-// uploads fail. After Close it keeps going until the spool is empty (or
-// Close's context ends).
+// maximum age, links bodies into the chain and uploads them in order,
+// backing off while uploads fail. After Close it keeps going until the
+// spool is empty (or Close's context ends).
 func (s *Sink) run() {
 	defer close(s.done)
 	tick := time.NewTicker(max(s.cfg.BatchMaxAge/4, 5*time.Millisecond))
@@ -286,10 +405,8 @@ func (s *Sink) run() {
 	var backoff time.Duration
 	var retryAt time.Time
 	for {
-		select {
-		case <-s.kill:
+		if s.killed() {
 			return
-		default:
 		}
 		stopC := s.stop
 		stopping := false
@@ -299,15 +416,17 @@ func (s *Sink) run() {
 		default:
 		}
 		s.mu.Lock()
-		if s.open != nil && s.now().Sub(s.openSince) >= s.cfg.BatchMaxAge {
-			s.rotateLocked()
+		for c, ob := range s.open {
+			if ob != nil && s.now().Sub(ob.since) >= s.cfg.BatchMaxAge {
+				s.rotateLocked(audit.Class(c))
+			}
 		}
 		s.mu.Unlock()
 		s.sealReady()
 		var retry <-chan time.Time
 		if d := time.Until(retryAt); d > 0 {
 			retry = time.After(d)
-		} else if err := s.uploadAll(); err != nil {
+		} else if err := s.ship(); err != nil {
 			backoff = min(max(2*backoff, s.opts.RetryMin), s.opts.RetryMax)
 			wait := backoff/2 + rand.N(backoff/2+1)
 			retryAt = time.Now().Add(wait)
@@ -331,7 +450,8 @@ func (s *Sink) run() {
 	}
 }
 
-// sealReady seals every batch handed over by rotateLocked.
+// sealReady seals every batch handed over by rotateLocked (and those a
+// crash left open) into bodies.
 func (s *Sink) sealReady() {
 	for {
 		s.mu.Lock()
@@ -341,37 +461,29 @@ func (s *Sink) sealReady() {
 		}
 		b := s.ready[0]
 		s.mu.Unlock()
-		rawSize := fileSize(filepath.Join(s.cfg.SpoolDir, b.String()+openExt))
+		rawSize := fileSize(filepath.Join(s.cfg.SpoolDir, b.name()))
 		events, size, cut, err := seal(s.cfg.SpoolDir, b)
 		if cut {
-			s.log.Warn("audit s3: a batch's last line was cut short (crash during a write); dropped", "batch", b.String())
-			s.metrics.dropped.WithLabelValues("truncated").Inc()
+			s.log.Warn("audit s3: a batch's last line was cut short (crash during a write); dropped", "batch", b.name())
+			s.metrics.dropped.WithLabelValues("truncated", b.class.String()).Inc()
 		}
 		s.mu.Lock()
 		s.ready = s.ready[1:]
 		if err != nil {
 			// Keep it for the next start rather than spin on it.
-			s.log.Error("audit s3: sealing a batch failed; it stays in the spool until restart", "err", err, "batch", b.String())
+			s.log.Error("audit s3: sealing a batch failed; it stays in the spool until restart", "err", err, "batch", b.name())
 		} else {
-			s.bytes += size - rawSize
+			s.bytes[b.class] += size - rawSize
 			if events > 0 {
-				s.sealed = append(s.sealed, b)
-				slices.SortFunc(s.sealed, func(x, y batchName) int { return cmpSeq(x, y) })
+				bb := b
+				bb.kind = "body"
+				s.bodies = append(s.bodies, body{batchFile: bb, size: size})
+				slices.SortFunc(s.bodies, func(x, y body) int { return cmpUint(x.id, y.id) })
 			}
 		}
 		s.updateGaugesLocked()
 		s.mu.Unlock()
 	}
-}
-
-func cmpSeq(x, y batchName) int {
-	switch {
-	case x.seq < y.seq:
-		return -1
-	case x.seq > y.seq:
-		return 1
-	}
-	return 0
 }
 
 func fileSize(path string) int64 {
@@ -381,34 +493,104 @@ func fileSize(path string) int64 {
 	return 0
 }
 
-// uploadAll uploads sealed batches oldest first until one fails.
-func (s *Sink) uploadAll() error {
+// ship uploads link files in chain order and links the next body when
+// none is left, until the spool is empty or something fails.
+func (s *Sink) ship() error {
 	for {
-		select {
-		case <-s.kill:
+		if s.killed() {
 			return errors.New("killed")
-		default:
 		}
 		s.mu.Lock()
-		if len(s.sealed) == 0 {
-			s.mu.Unlock()
+		nLinks, nBodies := len(s.links), len(s.bodies)
+		s.mu.Unlock()
+		switch {
+		case nLinks > 0:
+			if err := s.upload(); err != nil {
+				s.metrics.uploads.WithLabelValues("error").Inc()
+				return err
+			}
+		case nBodies > 0:
+			if err := s.link(); err != nil {
+				return fmt.Errorf("spool: linking a batch: %w", err)
+			}
+		default:
 			return nil
 		}
-		b := s.sealed[0]
-		s.mu.Unlock()
-		renamed, err := s.upload(b)
-		if err != nil {
-			s.metrics.uploads.WithLabelValues("error").Inc()
-			return err
-		}
-		s.mu.Lock()
-		if renamed != nil {
-			// Key taken by another object: the batch has a new number.
-			s.sealed[0] = *renamed
-		} else {
-			s.sealed = s.sealed[1:]
-		}
-		s.updateGaugesLocked()
-		s.mu.Unlock()
 	}
+}
+
+// link makes the oldest body the chain's next batch: it writes the link
+// file, then the chain state, then removes the body (see spool.go for
+// what a crash between the steps leaves).
+func (s *Sink) link() error {
+	s.mu.Lock()
+	b := s.bodies[0]
+	s.linking = b.id
+	st := s.chain
+	dropped := map[string]int64{}
+	drops := s.pendingDrops
+	for _, c := range audit.Classes {
+		if drops[c] > 0 {
+			dropped[c.String()] = drops[c]
+		}
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.linking = 0
+		s.mu.Unlock()
+	}()
+	path := filepath.Join(s.cfg.SpoolDir, b.name())
+	gz, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	bi, err := inspectBody(gz)
+	if err != nil {
+		// A body this sink wrote does not read back: set it aside for a
+		// human rather than put it in the chain or spin on it.
+		s.log.Error("audit s3: corrupt batch in the spool moved aside", "batch", b.name(), "err", err)
+		os.Rename(path, path+".corrupt")
+		s.mu.Lock()
+		s.removeBodyLocked(b.id)
+		s.bytes[b.class] -= b.size
+		s.metrics.dropped.WithLabelValues("corrupt", b.class.String()).Inc()
+		s.mu.Unlock()
+		return nil
+	}
+	if len(dropped) == 0 {
+		dropped = nil
+	}
+	obj, next, err := linkObject(st, gz, bi, dropped, s.now())
+	if err != nil {
+		return err
+	}
+	lf := linkFile{batchFile: batchFile{kind: "link", id: b.id, seq: next.Seq}, hash: next.Hash, size: int64(len(obj))}
+	if lf.header, err = audit.ReadHeader(obj); err != nil {
+		return err
+	}
+	if err := writeFileSync(filepath.Join(s.cfg.SpoolDir, lf.name()), obj); err != nil {
+		return err
+	}
+	if err := writeChain(s.cfg.SpoolDir, next); err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chain = next
+	s.removeBodyLocked(b.id)
+	s.bytes[b.class] -= b.size
+	s.links = append(s.links, lf)
+	s.linkBytes += lf.size
+	for _, c := range audit.Classes {
+		s.pendingDrops[c] -= drops[c]
+	}
+	return nil
+}
+
+func (s *Sink) removeBodyLocked(id uint64) {
+	s.bodies = slices.DeleteFunc(s.bodies, func(b body) bool { return b.id == id })
 }

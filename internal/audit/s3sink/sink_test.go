@@ -1,11 +1,8 @@
 package s3sink
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -121,11 +119,26 @@ func (f *fakeS3) putsIn(m int) int {
 	return f.puts[m]
 }
 
-// bucketContents reads every object: key → the events' session IDs.
+// contents reads every object: key → the events' session IDs. Every
+// object must parse as a chained batch of gw1's.
 func (f *fakeS3) contents(t *testing.T) map[string][]string {
 	t.Helper()
-	ctx := context.Background()
 	out := map[string][]string{}
+	for key, b := range f.batches(t) {
+		ids := []string{}
+		for _, e := range b.Events {
+			ids = append(ids, e.Session)
+		}
+		out[key] = ids
+	}
+	return out
+}
+
+// batches reads and parses every object in the bucket.
+func (f *fakeS3) batches(t *testing.T) map[string]audit.Batch {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]audit.Batch{}
 	list, err := f.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
 	if err != nil {
 		t.Fatal(err)
@@ -135,21 +148,49 @@ func (f *fakeS3) contents(t *testing.T) map[string][]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		zr, err := gzip.NewReader(obj.Body)
-		if err != nil {
-			t.Fatalf("%s: not gzip: %v", *o.Key, err)
-		}
-		sc := bufio.NewScanner(zr)
-		ids := []string{}
-		for sc.Scan() {
-			var e audit.Event
-			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-				t.Fatalf("%s: line %q: %v", *o.Key, sc.Text(), err)
-			}
-			ids = append(ids, e.Session)
-		}
+		body, err := io.ReadAll(obj.Body)
 		obj.Body.Close()
-		out[*o.Key] = ids
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := audit.ParseBatch(body)
+		if err != nil || b.Header == nil {
+			t.Fatalf("%s: not a chained batch: %v", *o.Key, err)
+		}
+		out[*o.Key] = b
+	}
+	return out
+}
+
+// chains checks every chain in the bucket link by link — seq from 1
+// without gaps, each prev the hash of the object before, the key from
+// the header — and returns them by name, in order.
+func (f *fakeS3) chains(t *testing.T) map[string][]audit.Batch {
+	t.Helper()
+	out := map[string][]audit.Batch{}
+	for key, b := range f.batches(t) {
+		h := b.Header
+		if want := headerKey("audit", h); key != want {
+			t.Errorf("object %s: its header says %s", key, want)
+		}
+		if h.Events != len(b.Events) {
+			t.Errorf("%s: header says %d events, has %d", key, h.Events, len(b.Events))
+		}
+		out[h.Chain] = append(out[h.Chain], b)
+	}
+	for name, c := range out {
+		slices.SortFunc(c, func(x, y audit.Batch) int { return cmpUint(x.Header.Seq, y.Header.Seq) })
+		for i, b := range c {
+			h := b.Header
+			switch {
+			case h.Seq != uint64(i+1):
+				t.Errorf("chain %s: batch %d has seq %d", name, i+1, h.Seq)
+			case i == 0 && (h.Prev != "" || h.Restart == ""):
+				t.Errorf("chain %s starts with prev %q, restart %q", name, h.Prev, h.Restart)
+			case i > 0 && h.Prev != c[i-1].Hash:
+				t.Errorf("chain %s: seq %d does not link to seq %d", name, h.Seq, h.Seq-1)
+			}
+		}
 	}
 	return out
 }
@@ -215,10 +256,12 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-var keyRE = regexp.MustCompile(`^audit/(\d{4})/(\d{2})/(\d{2})/gw1-(\d{10})\.jsonl\.gz$`)
+var keyRE = regexp.MustCompile(`^audit/gw1/(\d{4}/\d{2}/\d{2})/(\d{8}T\d{6}Z-[0-9a-f]{8})-(\d{10})\.jsonl\.gz$`)
 
-// Normal shipping: batches by count, the last one on Close, keys by date
-// and sequence, SSE asked for, the spool empty afterwards.
+// Normal shipping: batches by count, the last one on Close, keys under the
+// gateway's prefix by date, chain and sequence, one chain linked from
+// seq 1, create-only PUTs with a checksum and SSE, the spool empty
+// afterwards but for the chain state.
 func TestShipping(t *testing.T) {
 	f := startS3(t)
 	spool := t.TempDir()
@@ -230,19 +273,21 @@ func TestShipping(t *testing.T) {
 	closeSink(t, s)
 	objs := f.contents(t)
 	today := time.Now().UTC().Format("2006/01/02")
-	var keys []string
 	for k, ids := range objs {
-		keys = append(keys, k)
-		if !keyRE.MatchString(k) || !strings.HasPrefix(k, "audit/"+today+"/") {
-			t.Errorf("key %q, want audit/%s/gw1-SEQ.jsonl.gz", k, today)
+		if m := keyRE.FindStringSubmatch(k); m == nil || m[1] != today {
+			t.Errorf("key %q, want audit/gw1/%s/CHAIN-SEQ.jsonl.gz", k, today)
 		}
 		if len(ids) != 10 && len(ids) != 5 {
 			t.Errorf("%s: %d events", k, len(ids))
 		}
 	}
-	for _, seq := range []string{"0000000001", "0000000002", "0000000003"} {
-		if _, ok := objs["audit/"+today+"/gw1-"+seq+".jsonl.gz"]; !ok {
-			t.Errorf("no object with seq %s in %v", seq, keys)
+	chains := f.chains(t)
+	if len(chains) != 1 {
+		t.Fatalf("%d chains, want 1", len(chains))
+	}
+	for _, c := range chains {
+		if len(c) != 3 || !strings.Contains(c[0].Header.Restart, "no chain state") || c[0].Header.Gateway != "gw1" {
+			t.Errorf("chain of %d batches, first header %+v", len(c), c[0].Header)
 		}
 	}
 	counts, total := f.sessionCounts(t)
@@ -250,13 +295,15 @@ func TestShipping(t *testing.T) {
 		t.Errorf("bucket holds %d events, %d distinct; want 25", total, len(counts))
 	}
 	for _, h := range f.headers {
-		if h.Get("X-Amz-Server-Side-Encryption") != "AES256" || h.Get("If-None-Match") != "*" || h.Get("X-Amz-Meta-Sha256") == "" {
-			t.Errorf("PUT headers: sse=%q if-none-match=%q sha=%q", h.Get("X-Amz-Server-Side-Encryption"), h.Get("If-None-Match"), h.Get("X-Amz-Meta-Sha256"))
+		if h.Get("X-Amz-Server-Side-Encryption") != "AES256" || h.Get("If-None-Match") != "*" || h.Get("X-Amz-Meta-Sha256") == "" ||
+			h.Get("X-Amz-Checksum-Sha256") == "" || h.Get("X-Amz-Sdk-Checksum-Algorithm") != "SHA256" {
+			t.Errorf("PUT headers: sse=%q if-none-match=%q sha=%q checksum=%q", h.Get("X-Amz-Server-Side-Encryption"),
+				h.Get("If-None-Match"), h.Get("X-Amz-Meta-Sha256"), h.Get("X-Amz-Checksum-Sha256"))
 		}
 	}
-	left, _ := filepath.Glob(filepath.Join(spool, "*.jsonl*"))
-	if len(left) != 0 {
-		t.Errorf("spool not empty after Close: %v", left)
+	left, _ := filepath.Glob(filepath.Join(spool, "*"))
+	if len(left) != 1 || filepath.Base(left[0]) != chainFile {
+		t.Errorf("spool after Close: %v, want only the chain state", left)
 	}
 	if v := testutil.ToFloat64(s.metrics.uploadedEvents); v != 25 {
 		t.Errorf("uploaded_events_total = %v", v)
@@ -272,14 +319,22 @@ func TestBatchMaxAgeAndKMS(t *testing.T) {
 	defer closeSink(t, s)
 	record(s, 0, 3)
 	eventually(t, "the batch uploaded by age", func() bool { _, n := f.sessionCounts(t); return n == 3 })
+	f.mu.Lock()
 	h := f.headers[0]
+	f.mu.Unlock()
 	if h.Get("X-Amz-Server-Side-Encryption") != "aws:kms" || h.Get("X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id") != "alias/frontdoor-audit" {
 		t.Errorf("SSE headers: %v", h)
 	}
 }
 
+func spooled(s *Sink) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ready) + len(s.bodies) + len(s.links)
+}
+
 // The bucket unreachable in the middle of shipping, then answering but
-// its answers lost: nothing lost, nothing duplicated.
+// its answers lost: nothing lost, nothing duplicated, one unbroken chain.
 func TestOutageNothingLostNothingDuplicated(t *testing.T) {
 	f := startS3(t)
 	cfg := testConfig(f, t.TempDir())
@@ -291,10 +346,7 @@ func TestOutageNothingLostNothingDuplicated(t *testing.T) {
 	f.setMode(modeRefuse)
 	record(s, 20, 30)
 	eventually(t, "uploads failing and batches spooled", func() bool {
-		s.mu.Lock()
-		spooled := len(s.sealed)
-		s.mu.Unlock()
-		return testutil.ToFloat64(s.metrics.uploads.WithLabelValues("error")) >= 2 && spooled >= 6
+		return testutil.ToFloat64(s.metrics.uploads.WithLabelValues("error")) >= 2 && spooled(s) >= 6
 	})
 	f.setMode(modeAckLost)
 	record(s, 50, 10)
@@ -313,6 +365,9 @@ func TestOutageNothingLostNothingDuplicated(t *testing.T) {
 	if total != 70 {
 		t.Errorf("bucket holds %d events, want 70", total)
 	}
+	if c := f.chains(t); len(c) != 1 {
+		t.Errorf("%d chains, want 1", len(c))
+	}
 	f.mu.Lock()
 	conflicts := f.conflicts
 	f.mu.Unlock()
@@ -321,31 +376,45 @@ func TestOutageNothingLostNothingDuplicated(t *testing.T) {
 	}
 	t.Logf("PUTs refused: %d, stored with answer lost: %d, re-sent and recognised (412): %d, objects: %d, upload errors: %v",
 		f.putsIn(modeRefuse), f.putsIn(modeAckLost), conflicts, len(f.contents(t)), testutil.ToFloat64(s.metrics.uploads.WithLabelValues("error")))
-	if v := testutil.ToFloat64(s.metrics.dropped.WithLabelValues("spool_full")); v != 0 {
-		t.Errorf("dropped %v", v)
+	for _, reason := range []string{"spool_full", "conflict"} {
+		if v := testutil.ToFloat64(s.metrics.dropped.WithLabelValues(reason, "authenticated")); v != 0 {
+			t.Errorf("dropped (%s) %v", reason, v)
+		}
+	}
+}
+
+// crash stops a sink dead: the worker returns, nothing is flushed, the
+// open batches stay as they are.
+func crash(t *testing.T, s *Sink) {
+	t.Helper()
+	s.abort()
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ob := range s.open {
+		if ob != nil {
+			ob.f.Close()
+		}
 	}
 }
 
 // A crash (no flush, a last line cut short) and a restart on the same
-// spool: what was spooled is uploaded, sequence numbers keep growing.
+// spool: what was spooled is uploaded, and the chain goes on.
 func TestCrashResume(t *testing.T) {
 	f := startS3(t)
 	spool := t.TempDir()
 	cfg := testConfig(f, spool)
 	f.setMode(modeRefuse)
 	s1 := newSink(t, cfg, nil)
-	record(s1, 0, 15) // one full batch of 10 (sealed), 5 in the open batch
-	eventually(t, "the full batch sealed", func() bool {
-		m, _ := filepath.Glob(filepath.Join(spool, "*"+sealedExt))
+	record(s1, 0, 15) // one full batch of 10 (linked, refused), 5 in the open batch
+	eventually(t, "the full batch linked", func() bool {
+		m, _ := filepath.Glob(filepath.Join(spool, "link-*"))
 		return len(m) == 1
 	})
-	// Crash: the worker stops dead, nothing is flushed.
-	s1.abort()
-	<-s1.done
 	s1.mu.Lock()
-	open := filepath.Join(spool, s1.openName.String()+openExt)
-	s1.open.Close()
+	open := filepath.Join(spool, s1.open[audit.ClassAuthenticated].file.name())
 	s1.mu.Unlock()
+	crash(t, s1)
 	fh, err := os.OpenFile(open, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -359,7 +428,7 @@ func TestCrashResume(t *testing.T) {
 	f.setMode(modeNormal)
 	s2 := newSink(t, cfg, nil)
 	eventually(t, "the spooled 15 events uploaded after restart", func() bool { _, n := f.sessionCounts(t); return n == 15 })
-	if v := testutil.ToFloat64(s2.metrics.dropped.WithLabelValues("truncated")); v != 1 {
+	if v := testutil.ToFloat64(s2.metrics.dropped.WithLabelValues("truncated", "authenticated")); v != 1 {
 		t.Errorf("truncated line counted %v times, want 1", v)
 	}
 	record(s2, 15, 5)
@@ -368,12 +437,14 @@ func TestCrashResume(t *testing.T) {
 	if total != 20 || len(counts) != 20 {
 		t.Errorf("bucket holds %d events, %d distinct; want 20", total, len(counts))
 	}
-	var seqs []string
-	for k := range f.contents(t) {
-		seqs = append(seqs, keyRE.FindStringSubmatch(k)[4])
+	chains := f.chains(t)
+	if len(chains) != 1 {
+		t.Fatalf("%d chains after a crash, want the one going on", len(chains))
 	}
-	if len(seqs) != 3 || !strings.Contains(strings.Join(seqs, ","), "0000000003") {
-		t.Errorf("sequence numbers %v, want 1, 2 (before the crash) and 3 (after)", seqs)
+	for _, c := range chains {
+		if len(c) != 3 {
+			t.Errorf("%d batches, want 1 (before the crash), 2 (left open by it) and 3 (after)", len(c))
+		}
 	}
 }
 
@@ -391,9 +462,9 @@ func TestSpoolFull(t *testing.T) {
 	f.setMode(modeRefuse)
 	pad := strings.Repeat("x", 1000)
 	for i := range 100 {
-		s.Record(audit.Event{Time: time.Now(), Type: audit.TypeAuth, Session: fmt.Sprintf("s%05d", i), Reason: pad})
+		s.Record(audit.Event{Time: time.Now(), Type: audit.TypeSessionEnd, Session: fmt.Sprintf("s%05d", i), Reason: pad})
 	}
-	dropped := int(testutil.ToFloat64(s.metrics.dropped.WithLabelValues("spool_full")))
+	dropped := int(testutil.ToFloat64(s.metrics.dropped.WithLabelValues("spool_full", "authenticated")))
 	if dropped == 0 || testutil.ToFloat64(s.metrics.full) != 1 {
 		t.Fatalf("dropped %d, full %v: want drops and the full gauge at 1", dropped, testutil.ToFloat64(s.metrics.full))
 	}
@@ -406,14 +477,14 @@ func TestSpoolFull(t *testing.T) {
 	accepted := 100 - dropped
 	f.setMode(modeNormal)
 	s.mu.Lock()
-	s.rotateLocked() // as batch_max_age would
+	s.rotateLocked(audit.ClassAuthenticated) // as batch_max_age would
 	s.mu.Unlock()
 	eventually(t, "the spooled events uploaded and room again", func() bool {
 		_, n := f.sessionCounts(t)
 		return n == accepted && testutil.ToFloat64(s.metrics.full) == 0
 	})
 	record(s, 1000, 5)
-	if v := int(testutil.ToFloat64(s.metrics.dropped.WithLabelValues("spool_full"))); v != dropped {
+	if v := int(testutil.ToFloat64(s.metrics.dropped.WithLabelValues("spool_full", "authenticated"))); v != dropped {
 		t.Errorf("events dropped after the spool drained: %d", v-dropped)
 	}
 	closeSink(t, s)
@@ -424,32 +495,69 @@ func TestSpoolFull(t *testing.T) {
 	if total != accepted+5 || len(counts) != total {
 		t.Errorf("bucket holds %d events (%d distinct), want %d accepted + 5", total, len(counts), accepted)
 	}
+	// The batch after the drops says how many there were.
+	var reported int64
+	for _, c := range f.chains(t) {
+		for _, b := range c {
+			reported += b.Header.Dropped["authenticated"]
+		}
+	}
+	if reported != int64(dropped) {
+		t.Errorf("batch headers report %d dropped events, the sink dropped %d", reported, dropped)
+	}
 	t.Logf("spool cap 64 KiB: %d of 100 1-KB events accepted, %d dropped", accepted, dropped)
 }
 
-// An object under a batch's key that is not that batch (a spool directory
-// lost, its sequence restarted) is never overwritten.
-func TestForeignObjectNotOverwritten(t *testing.T) {
+// An object under a batch's key that is not that batch is never
+// overwritten: the batch is set aside in the spool, counted, and the
+// chain goes on (verify shows the break).
+func TestConflictSetAside(t *testing.T) {
 	f := startS3(t)
-	key := "audit/" + time.Now().UTC().Format("2006/01/02") + "/gw1-0000000001.jsonl.gz"
-	var foreign bytes.Buffer
-	zw := gzip.NewWriter(&foreign)
-	zw.Write([]byte(`{"type":"auth","session":"old"}` + "\n"))
-	zw.Close()
+	spool := t.TempDir()
+	cfg := testConfig(f, spool)
+	f.setMode(modeRefuse)
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	s := newSink(t, cfg, slog.New(slog.NewTextHandler(lockedWriter{&logs, &logMu}, nil)))
+	record(s, 0, 10)
+	var key string
+	eventually(t, "the batch linked", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if len(s.links) == 0 {
+			return false
+		}
+		key = headerKey("audit", s.links[0].header)
+		return true
+	})
+	foreign := gzipBytes([]byte(`{"time":"2026-12-03T06:00:00Z","type":"auth","session":"planted"}` + "\n"))
 	if _, err := f.client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
-		Body: bytes.NewReader(foreign.Bytes())}); err != nil {
+		Body: bytes.NewReader(foreign)}); err != nil {
 		t.Fatal(err)
 	}
-	s := newSink(t, testConfig(f, t.TempDir()), nil)
-	record(s, 0, 3)
+	f.setMode(modeNormal)
+	record(s, 10, 3)
 	closeSink(t, s)
-	objs := f.contents(t)
-	if ids := objs[key]; len(ids) != 1 || ids[0] != "old" {
-		t.Errorf("foreign object overwritten: %v", ids)
+	if testutil.ToFloat64(s.metrics.conflicts) != 1 {
+		t.Errorf("conflicts = %v, want 1", testutil.ToFloat64(s.metrics.conflicts))
 	}
-	if ids := objs[strings.Replace(key, "0000000001", "0000000002", 1)]; len(ids) != 3 {
-		t.Errorf("batch not renumbered to 2: %v", objs)
+	got, err := f.client.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(got.Body)
+	got.Body.Close()
+	if !bytes.Equal(body, foreign) {
+		t.Error("the object under the batch's key was overwritten")
+	}
+	if m, _ := filepath.Glob(filepath.Join(spool, "link-*.conflict")); len(m) != 1 {
+		t.Errorf("set aside: %v, want one link file", m)
+	}
+	logMu.Lock()
+	if !strings.Contains(logs.String(), "AUDIT BATCH NOT UPLOADED") {
+		t.Error("the conflict was not logged as an error")
+	}
+	logMu.Unlock()
 }
 
 type statusWriter struct {

@@ -1,170 +1,302 @@
 package s3sink
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/names"
 )
 
 // The spool directory, written down before the code:
 //
-//	seq                                 the last sequence number handed out
-//	2026-12-03_gw1-0000000042.jsonl     the open batch: JSON lines appended as events come
-//	2026-12-03_gw1-0000000041.jsonl.gz  a sealed batch waiting for upload
-//	*.tmp                               a seal in progress (removed at start)
+//	chain                                    chain state: chain name, last seq, last hash (chain.go)
+//	open-authenticated-0000000007.jsonl      an open batch: JSON lines appended as events come
+//	open-unauthenticated-0000000008.jsonl    the open batch of failed authentications
+//	body-unauthenticated-0000000006.jsonl.gz a closed batch, gzipped, not yet in the chain
+//	link-0000000042-0000000005.jsonl.gz      body 5 linked as seq 42: header + body, the
+//	                                         object exactly as it is uploaded
+//	*.tmp                                    a write in progress (removed at start)
+//	*.corrupt, *.conflict                    set aside for a human; never uploaded
 //
-// A batch is named when its first event arrives: the date (UTC) of that
-// event, the gateway, and a sequence number that only grows (the seq file
-// is rewritten before the name is used, and at start the next number is
-// above both it and every name in the directory). The name fixes the
-// object key, PREFIX/2026/12/03/gw1-0000000042.jsonl.gz, so uploading a
-// batch twice writes the same key: a crash between upload and removal
-// cannot duplicate records.
+// Each class has its own open batch and bodies, so that its share of the
+// spool is known to the byte and unauthenticated bodies can be shed
+// (deleted) when session and admin records need the room. Only bodies are
+// ever shed: a batch joins the chain when it is next to be uploaded, so
+// nothing in the chain is ever missing on purpose.
 //
-// Sealing gzips the open file into NAME.jsonl.gz.tmp, syncs it, renames it
-// to NAME.jsonl.gz and only then removes NAME.jsonl; at start, a .jsonl
-// whose .jsonl.gz exists is such a half-finished seal and is removed, any
-// other .jsonl is sealed (its last line dropped if a crash cut it short).
+// Numbers: a batch gets a local id when it opens (above every id in the
+// directory); bodies join the chain in id order. Linking writes the link
+// file (tmp, fsync, rename), then the chain state, then removes the body;
+// a crash between the steps leaves a link file whose id names a body that
+// is still there (the body is removed at start) or a chain state behind
+// the newest link file (the state is taken from that file at start).
+//
+// Files of the previous spool layout (2026-12-03_gw1-0000000042.jsonl[.gz]
+// and seq) are taken over at start as authenticated batches.
 
 const (
 	openExt   = ".jsonl"
-	sealedExt = ".jsonl.gz"
+	bodyExt   = ".jsonl.gz"
 	tmpExt    = ".tmp"
-	seqFile   = "seq"
-	dateFmt   = "2006-01-02"
-	seqDigits = 10
+	idDigits  = 10
+	chainFile = "chain"
 )
 
-// batchName is a batch's file name without extension.
-type batchName struct {
-	day     time.Time // UTC midnight
-	gateway string
-	seq     uint64
+// batchFile is a batch in the spool: an open (or closed, not yet sealed)
+// batch, a body, or a link file.
+type batchFile struct {
+	kind  string // "open", "body" or "link"
+	class audit.Class
+	id    uint64
+	seq   uint64 // link files only
 }
 
-func (b batchName) String() string {
-	return fmt.Sprintf("%s_%s-%0*d", b.day.Format(dateFmt), b.gateway, seqDigits, b.seq)
+func (b batchFile) name() string {
+	switch b.kind {
+	case "link":
+		return fmt.Sprintf("link-%0*d-%0*d%s", idDigits, b.seq, idDigits, b.id, bodyExt)
+	case "body":
+		return fmt.Sprintf("body-%s-%0*d%s", b.class, idDigits, b.id, bodyExt)
+	}
+	return fmt.Sprintf("open-%s-%0*d%s", b.class, idDigits, b.id, openExt)
 }
 
-// key is the object key under prefix.
-func (b batchName) key(prefix string) string {
-	return fmt.Sprintf("%s/%s/%s-%0*d%s", prefix, b.day.Format("2006/01/02"), b.gateway, seqDigits, b.seq, sealedExt)
-}
-
-// parseBatchName parses a spool file name without its extension.
-func parseBatchName(s string) (batchName, error) {
-	date, rest, ok := strings.Cut(s, "_")
-	if !ok {
-		return batchName{}, fmt.Errorf("%q: no date", s)
+// parseBatchFile parses a spool file name.
+func parseBatchFile(name string) (batchFile, bool) {
+	var b batchFile
+	var rest string
+	switch {
+	case strings.HasSuffix(name, bodyExt):
+		rest = strings.TrimSuffix(name, bodyExt)
+	case strings.HasSuffix(name, openExt):
+		rest = strings.TrimSuffix(name, openExt)
+	default:
+		return b, false
 	}
-	day, err := time.Parse(dateFmt, date)
-	if err != nil {
-		return batchName{}, fmt.Errorf("%q: %w", s, err)
+	parts := strings.Split(rest, "-")
+	if len(parts) != 3 {
+		return b, false
 	}
-	i := strings.LastIndexByte(rest, '-')
-	if i < 0 {
-		return batchName{}, fmt.Errorf("%q: no sequence number", s)
+	b.kind = parts[0]
+	num := func(s string) (uint64, bool) {
+		if len(s) < idDigits || len(s) > 20 || strings.TrimLeft(s, "0123456789") != "" {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(s, 10, 64)
+		return v, err == nil && fmt.Sprintf("%0*d", idDigits, v) == s
 	}
-	gw, num := rest[:i], rest[i+1:]
-	if !names.Gateway.Valid(gw) || len(num) == 0 || len(num) > 20 {
-		return batchName{}, fmt.Errorf("%q: not GATEWAY-SEQ", s)
+	var ok bool
+	switch {
+	case b.kind == "link" && strings.HasSuffix(name, bodyExt):
+		if b.seq, ok = num(parts[1]); !ok {
+			return b, false
+		}
+	case (b.kind == "body" && strings.HasSuffix(name, bodyExt)) || (b.kind == "open" && strings.HasSuffix(name, openExt)):
+		switch parts[1] {
+		case audit.ClassAuthenticated.String():
+			b.class = audit.ClassAuthenticated
+		case audit.ClassUnauthenticated.String():
+			b.class = audit.ClassUnauthenticated
+		default:
+			return b, false
+		}
+	default:
+		return b, false
 	}
-	seq, err := strconv.ParseUint(num, 10, 64)
-	if err != nil {
-		return batchName{}, fmt.Errorf("%q: %w", s, err)
+	if b.id, ok = num(parts[2]); !ok {
+		return b, false
 	}
-	return batchName{day: day, gateway: gw, seq: seq}, nil
+	return b, b.name() == name
 }
 
 // spoolState is what a scan of the spool directory finds at start.
 type spoolState struct {
-	sealed   []batchName // waiting for upload
-	unsealed []batchName // open batches a crash left behind
-	maxSeq   uint64
-	bytes    int64
+	open   []batchFile // batches a crash (or the last stop) left open: to seal
+	bodies []batchFile
+	links  []linkFile
+	maxID  uint64
+	// bytes per class (open and bodies); linkBytes for link files.
+	bytes     [2]int64
+	linkBytes int64
 }
 
-// scanSpool reads dir (creating it), tidying what a crash left.
-func scanSpool(dir string) (spoolState, error) {
+// linkFile is a link file and the header it carries.
+type linkFile struct {
+	batchFile
+	header *audit.BatchHeader
+	hash   string
+	size   int64
+}
+
+// scanSpool reads dir (creating it), takes over the previous layout's
+// files, and tidies what a crash left.
+func scanSpool(dir, gateway string) (spoolState, error) {
 	var st spoolState
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return st, fmt.Errorf("spool: %w", err)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, seqFile)); err == nil {
-		if v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
-			st.maxSeq = v
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	if err := adoptOldLayout(dir); err != nil {
 		return st, fmt.Errorf("spool: %w", err)
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return st, fmt.Errorf("spool: %w", err)
 	}
-	sealed := map[string]bool{}
-	for _, e := range ents {
-		if n, ok := strings.CutSuffix(e.Name(), sealedExt); ok {
-			sealed[n] = true
-		}
-	}
+	linked := map[uint64]bool{}
+	var bodies []batchFile
+	var sizes = map[string]int64{}
 	for _, e := range ents {
 		name := e.Name()
 		path := filepath.Join(dir, name)
-		var base string
-		var isSealed bool
-		switch {
-		case strings.HasSuffix(name, tmpExt):
+		if strings.HasSuffix(name, tmpExt) {
 			os.Remove(path)
 			continue
-		case strings.HasSuffix(name, sealedExt):
-			base, isSealed = strings.TrimSuffix(name, sealedExt), true
-		case strings.HasSuffix(name, openExt):
-			base = strings.TrimSuffix(name, openExt)
-			if sealed[base] {
-				os.Remove(path) // a seal that finished all but its last step
+		}
+		b, ok := parseBatchFile(name)
+		if !ok {
+			continue // not ours (or set aside): left alone
+		}
+		st.maxID = max(st.maxID, b.id)
+		info, err := e.Info()
+		if err != nil {
+			return st, fmt.Errorf("spool: %w", err)
+		}
+		sizes[name] = info.Size()
+		switch b.kind {
+		case "open":
+			st.open = append(st.open, b)
+			st.bytes[b.class] += info.Size()
+		case "body":
+			bodies = append(bodies, b)
+		case "link":
+			obj, err := os.ReadFile(path)
+			if err != nil {
+				return st, fmt.Errorf("spool: %w", err)
+			}
+			h, err := audit.ReadHeader(obj)
+			if err != nil || h == nil || h.Gateway != gateway || h.Seq != b.seq {
+				// Not a batch this gateway can upload as it is.
+				os.Rename(path, path+".corrupt")
 				continue
 			}
-		default:
-			continue
-		}
-		b, err := parseBatchName(base)
-		if err != nil {
-			continue // not ours; left alone
-		}
-		st.maxSeq = max(st.maxSeq, b.seq)
-		if info, err := e.Info(); err == nil {
-			st.bytes += info.Size()
-		}
-		if isSealed {
-			st.sealed = append(st.sealed, b)
-		} else {
-			st.unsealed = append(st.unsealed, b)
+			st.links = append(st.links, linkFile{batchFile: b, header: h, hash: audit.Hash(obj), size: int64(len(obj))})
+			st.linkBytes += int64(len(obj))
+			linked[b.id] = true
 		}
 	}
+	for _, b := range bodies {
+		if linked[b.id] {
+			// Linked just before a crash; the link file has it.
+			os.Remove(filepath.Join(dir, b.name()))
+			continue
+		}
+		st.bodies = append(st.bodies, b)
+		st.bytes[b.class] += sizes[b.name()]
+	}
+	byID := func(x, y batchFile) int { return cmpUint(x.id, y.id) }
+	slices.SortFunc(st.open, byID)
+	slices.SortFunc(st.bodies, byID)
+	slices.SortFunc(st.links, func(x, y linkFile) int {
+		if c := strings.Compare(x.header.Chain, y.header.Chain); c != 0 {
+			return c
+		}
+		return cmpUint(x.seq, y.seq)
+	})
 	return st, nil
 }
 
-// writeSeq records seq as handed out, durably, before its name is used.
-func writeSeq(dir string, seq uint64) error {
-	tmp := filepath.Join(dir, seqFile+tmpExt)
-	if err := writeFileSync(tmp, []byte(strconv.FormatUint(seq, 10)+"\n")); err != nil {
-		return err
+func cmpUint(x, y uint64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
 	}
-	return os.Rename(tmp, filepath.Join(dir, seqFile))
+	return 0
 }
 
+// adoptOldLayout renames the previous spool layout's batches
+// (DATE_GATEWAY-SEQ.jsonl[.gz], in sequence order) to authenticated open
+// batches and bodies with ids below any new one, and removes its seq
+// file. Their events are whatever the old version recorded, so they are
+// never shed.
+func adoptOldLayout(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	type old struct {
+		name string
+		seq  uint64
+		gz   bool
+	}
+	var olds []old
+	sealed := map[string]bool{}
+	var maxID uint64
+	for _, e := range ents {
+		if b, ok := parseBatchFile(e.Name()); ok {
+			maxID = max(maxID, b.id)
+		}
+		base, gz := strings.CutSuffix(e.Name(), bodyExt)
+		if !gz {
+			var ok bool
+			if base, ok = strings.CutSuffix(e.Name(), openExt); !ok {
+				continue
+			}
+		}
+		date, rest, ok := strings.Cut(base, "_")
+		i := strings.LastIndexByte(rest, '-')
+		if !ok || len(date) != 10 || i < 0 {
+			continue
+		}
+		seq, err := strconv.ParseUint(rest[i+1:], 10, 64)
+		if err != nil || !names.Gateway.Valid(rest[:i]) {
+			continue
+		}
+		if gz {
+			sealed[base] = true
+		}
+		olds = append(olds, old{e.Name(), seq, gz})
+	}
+	slices.SortFunc(olds, func(x, y old) int { return cmpUint(x.seq, y.seq) })
+	for _, o := range olds {
+		if !o.gz && sealed[strings.TrimSuffix(o.name, openExt)] {
+			os.Remove(filepath.Join(dir, o.name)) // a seal that finished all but its last step
+			continue
+		}
+		maxID++
+		b := batchFile{kind: "open", class: audit.ClassAuthenticated, id: maxID}
+		if o.gz {
+			b.kind = "body"
+		}
+		if err := os.Rename(filepath.Join(dir, o.name), filepath.Join(dir, b.name())); err != nil {
+			return err
+		}
+	}
+	if len(olds) > 0 {
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, "seq")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// writeFileSync writes path durably: tmp file, fsync, rename, fsync of
+// the directory.
 func writeFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	tmp := path + tmpExt
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
@@ -172,62 +304,68 @@ func writeFileSync(path string, data []byte) error {
 	if err == nil {
 		err = f.Sync()
 	}
-	return errors.Join(err, f.Close())
+	if err = errors.Join(err, f.Close()); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
 }
 
-// seal gzips dir/NAME.jsonl into dir/NAME.jsonl.gz and removes the open
-// file. A last line without its newline (a write a crash cut short) is
-// dropped; dropped says whether one was. It returns the sealed size.
-func seal(dir string, b batchName) (events int, sealedSize int64, dropped bool, err error) {
-	open := filepath.Join(dir, b.String()+openExt)
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
+// seal gzips an open batch into its body and removes the open file. A
+// last line without its newline (a write a crash cut short) is dropped;
+// cut says whether one was. It returns the number of events (0: nothing
+// left, no body) and the body's size.
+func seal(dir string, b batchFile) (events int, size int64, cut bool, err error) {
+	open := filepath.Join(dir, b.name())
 	raw, err := os.ReadFile(open)
 	if err != nil {
 		return 0, 0, false, err
 	}
 	if i := bytes.LastIndexByte(raw, '\n'); i != len(raw)-1 {
-		dropped = len(raw) > 0
+		cut = len(raw) > 0
 		raw = raw[:i+1]
 	}
 	events = bytes.Count(raw, []byte{'\n'})
 	if events == 0 {
-		return 0, 0, dropped, os.Remove(open)
+		return 0, 0, cut, os.Remove(open)
 	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(raw)
-	if err := zw.Close(); err != nil {
-		return 0, 0, dropped, err
+	gz := gzipBytes(raw)
+	body := b
+	body.kind = "body"
+	if err := writeFileSync(filepath.Join(dir, body.name()), gz); err != nil {
+		return 0, 0, cut, err
 	}
-	dst := filepath.Join(dir, b.String()+sealedExt)
-	if err := writeFileSync(dst+tmpExt, buf.Bytes()); err != nil {
-		return 0, 0, dropped, err
-	}
-	if err := os.Rename(dst+tmpExt, dst); err != nil {
-		return 0, 0, dropped, err
-	}
-	return events, int64(buf.Len()), dropped, os.Remove(open)
+	return events, int64(len(gz)), cut, os.Remove(open)
 }
 
-// countEvents counts the JSON lines in a sealed batch.
+func gzipBytes(raw []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(raw) // a bytes.Buffer does not fail
+	zw.Close()
+	return buf.Bytes()
+}
+
+// countEvents counts the records in a gzipped body.
 func countEvents(gz []byte) (int, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(gz))
-	if err != nil {
-		return 0, err
-	}
 	n := 0
-	sc := bufio.NewReader(zr)
-	for {
-		_, err := sc.ReadSlice('\n')
-		if err == nil {
-			n++
-			continue
+	err := audit.Scan(bytes.NewReader(gz), func(r audit.Record) error {
+		if r.Err != nil {
+			return fmt.Errorf("line %d: %w", r.Line, r.Err)
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if errors.Is(err, io.EOF) {
-			return n, nil
-		}
-		return n, err
-	}
+		n++
+		return nil
+	})
+	return n, err
 }

@@ -2,50 +2,50 @@ package s3sink
 
 import (
 	"testing"
-	"time"
 
-	"github.com/frontdoor-hpc/frontdoor/internal/names"
+	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 )
 
-func TestBatchNames(t *testing.T) {
-	b := batchName{day: time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC), gateway: "gw-1.example", seq: 42}
-	if got := b.String(); got != "2026-12-03_gw-1.example-0000000042" {
-		t.Errorf("name %q", got)
+func TestBatchFileNames(t *testing.T) {
+	for _, tc := range []struct {
+		b    batchFile
+		name string
+	}{
+		{batchFile{kind: "open", class: audit.ClassAuthenticated, id: 7}, "open-authenticated-0000000007.jsonl"},
+		{batchFile{kind: "body", class: audit.ClassUnauthenticated, id: 6}, "body-unauthenticated-0000000006.jsonl.gz"},
+		{batchFile{kind: "link", id: 5, seq: 42}, "link-0000000042-0000000005.jsonl.gz"},
+	} {
+		if got := tc.b.name(); got != tc.name {
+			t.Errorf("%+v: name %q, want %q", tc.b, got, tc.name)
+		}
+		back, ok := parseBatchFile(tc.name)
+		if !ok || back != tc.b {
+			t.Errorf("parse %q: %+v %v", tc.name, back, ok)
+		}
 	}
-	if got := b.key("audit"); got != "audit/2026/12/03/gw-1.example-0000000042.jsonl.gz" {
-		t.Errorf("key %q", got)
-	}
-	back, err := parseBatchName(b.String())
-	if err != nil || back != b {
-		t.Errorf("parse: %+v %v", back, err)
-	}
-	for _, bad := range []string{"", "2026-12-03", "2026-13-03_gw-1", "2026-12-03_gw", "2026-12-03_-1", "2026-12-03_gw-x", "2026-12-03_g/w-1", "2026-12-03_gw-99999999999999999999999"} {
-		if _, err := parseBatchName(bad); err == nil {
-			t.Errorf("parseBatchName(%q) accepted", bad)
+	for _, bad := range []string{"", "chain", "seq", "open-authenticated-7.jsonl", "open-authenticated-0000000007.jsonl.gz",
+		"body-authenticated-0000000007.jsonl", "body-noise-0000000007.jsonl.gz", "link-0000000001-0000000002.jsonl",
+		"open-authenticated-00000000007.jsonl", "2026-12-03_gw1-0000000042.jsonl.gz", "link-0000000042-0000000005.jsonl.gz.tmp"} {
+		if b, ok := parseBatchFile(bad); ok {
+			t.Errorf("parseBatchFile(%q) accepted: %+v", bad, b)
 		}
 	}
 }
 
 // Spool file names are read back at start: whatever is in the directory,
-// a name that parses names a safe key and round-trips.
-func FuzzParseBatchName(f *testing.F) {
-	f.Add("2026-12-03_gw1-0000000001")
-	f.Add("2026-12-03_a.b-c-18446744073709551615")
-	f.Add("0000-01-01_x-0")
+// a name that parses round-trips.
+func FuzzParseBatchFile(f *testing.F) {
+	f.Add("open-authenticated-0000000007.jsonl")
+	f.Add("body-unauthenticated-0000000006.jsonl.gz")
+	f.Add("link-0000000042-0000000005.jsonl.gz")
+	f.Add("link-18446744073709551615-0000000005.jsonl.gz")
 	f.Fuzz(func(t *testing.T, s string) {
-		b, err := parseBatchName(s)
-		if err != nil {
+		b, ok := parseBatchFile(s)
+		if !ok {
 			return
 		}
-		if !names.Gateway.Valid(b.gateway) {
-			t.Fatalf("%q: gateway %q", s, b.gateway)
-		}
-		if !prefixRE.MatchString(b.key("audit")) {
-			t.Fatalf("%q: unsafe key %q", s, b.key("audit"))
-		}
-		again, err := parseBatchName(b.String())
-		if err != nil || again != b {
-			t.Fatalf("%q → %q does not round-trip: %+v %v", s, b.String(), again, err)
+		if b.name() != s {
+			t.Fatalf("%q → %+v → %q", s, b, b.name())
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/frontdoor-hpc/frontdoor/internal/audit"
 	"github.com/frontdoor-hpc/frontdoor/internal/awsclient"
 )
 
@@ -50,35 +52,36 @@ const (
 	metaEvents = "events"
 )
 
-// upload puts one sealed batch and removes it from the spool. If the key
-// holds another object already, the batch is renamed to a new sequence
-// number and returned (to be uploaded next).
-func (s *Sink) upload(b batchName) (*batchName, error) {
-	path := filepath.Join(s.cfg.SpoolDir, b.String()+sealedExt)
-	body, err := os.ReadFile(path)
+// upload puts the oldest link file and removes it from the spool. If the
+// key holds another object already, that object is left alone and the
+// batch is set aside (NAME.conflict): only this gateway's credentials can
+// write under its prefix, and its chains are named at random, so the
+// other object is evidence, not an accident.
+func (s *Sink) upload() error {
+	s.mu.Lock()
+	lf := s.links[0]
+	s.mu.Unlock()
+	path := filepath.Join(s.cfg.SpoolDir, lf.name())
+	obj, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
+		return fmt.Errorf("spool: %w", err)
 	}
-	events, err := countEvents(body)
-	if err != nil {
-		// A corrupt batch can never be uploaded usefully: set it aside.
-		s.log.Error("audit s3: corrupt batch in the spool moved aside", "batch", b.String(), "err", err)
-		os.Rename(path, path+".corrupt")
-		s.mu.Lock()
-		s.bytes -= int64(len(body))
-		s.mu.Unlock()
-		return nil, nil
-	}
-	sum := sha256.Sum256(body)
+	sum := sha256.Sum256(obj)
 	digest := hex.EncodeToString(sum[:])
-	key := b.key(s.cfg.Prefix)
+	key := headerKey(s.cfg.Prefix, lf.header)
 	in := &s3.PutObjectInput{
 		Bucket:      aws.String(s.cfg.Bucket),
 		Key:         aws.String(key),
-		Body:        bytes.NewReader(body),
+		Body:        bytes.NewReader(obj),
 		ContentType: aws.String("application/gzip"),
+		// Create only: the IAM policy in deploy/ refuses a PutObject
+		// without it, so even this gateway's credentials cannot overwrite.
 		IfNoneMatch: aws.String("*"),
-		Metadata:    map[string]string{metaSHA256: digest, metaEvents: strconv.Itoa(events)},
+		// An explicit checksum: S3 checks the body with it, and a bucket
+		// with Object Lock default retention requires one.
+		ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
+		ChecksumSHA256:    aws.String(base64.StdEncoding.EncodeToString(sum[:])),
+		Metadata:          map[string]string{metaSHA256: digest, metaEvents: strconv.Itoa(lf.header.Events)},
 	}
 	switch s.cfg.SSE {
 	case "AES256":
@@ -104,47 +107,47 @@ func (s *Sink) upload(b batchName) (*batchName, error) {
 		// crash before the spool file went), or someone else's object.
 		head, herr := s.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: in.Bucket, Key: in.Key})
 		if herr != nil {
-			return nil, fmt.Errorf("put %s: exists; head: %w", key, herr)
+			return fmt.Errorf("put %s: exists; head: %w", key, herr)
 		}
 		if head.Metadata[metaSHA256] != digest {
-			return s.renumber(b, key)
+			return s.conflict(lf, path, key)
 		}
 		s.log.Info("audit s3: batch was already uploaded", "key", key)
 		err = nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("put s3://%s/%s: %w", s.cfg.Bucket, key, err)
+		return fmt.Errorf("put s3://%s/%s: %w", s.cfg.Bucket, key, err)
 	}
 	if err := os.Remove(path); err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
+		return fmt.Errorf("spool: %w", err)
 	}
 	s.metrics.uploads.WithLabelValues("ok").Inc()
-	s.metrics.uploadedEvents.Add(float64(events))
+	s.metrics.uploadedEvents.Add(float64(lf.header.Events))
 	s.metrics.lastUpload.Set(float64(time.Now().UnixNano()) / 1e9)
 	s.mu.Lock()
-	s.bytes -= int64(len(body))
+	s.links = s.links[1:]
+	s.linkBytes -= lf.size
+	s.updateGaugesLocked()
 	s.mu.Unlock()
-	s.log.Debug("audit s3: uploaded", "key", key, "events", events, "bytes", len(body))
-	return nil, nil
+	s.log.Debug("audit s3: uploaded", "key", key, "events", lf.header.Events, "bytes", len(obj))
+	return nil
 }
 
-// renumber gives a batch whose key another object holds the next sequence
-// number: that object is never overwritten.
-func (s *Sink) renumber(b batchName, key string) (*batchName, error) {
+// conflict sets a batch aside whose key holds another object.
+func (s *Sink) conflict(lf linkFile, path, key string) error {
+	s.log.Error("AUDIT BATCH NOT UPLOADED: its key already holds a different object; the batch is kept in the spool, the object left alone",
+		"key", key, "bucket", s.cfg.Bucket, "kept_as", path+".conflict")
+	if err := os.Rename(path, path+".conflict"); err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	s.metrics.conflicts.Inc()
+	s.metrics.dropped.WithLabelValues("conflict", audit.ClassAuthenticated.String()).Add(float64(lf.header.Events))
 	s.mu.Lock()
-	nb := batchName{day: b.day, gateway: b.gateway, seq: s.lastSeq + 1}
-	if err := writeSeq(s.cfg.SpoolDir, nb.seq); err != nil {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("spool: %w", err)
-	}
-	s.lastSeq = nb.seq
+	s.links = s.links[1:]
+	s.linkBytes -= lf.size
+	s.updateGaugesLocked()
 	s.mu.Unlock()
-	if err := os.Rename(filepath.Join(s.cfg.SpoolDir, b.String()+sealedExt), filepath.Join(s.cfg.SpoolDir, nb.String()+sealedExt)); err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
-	}
-	s.log.Warn("audit s3: key already holds another object (spool directory replaced?); batch renumbered",
-		"key", key, "new_key", nb.key(s.cfg.Prefix))
-	return &nb, nil
+	return nil
 }
 
 func isStatus(err error, code int) bool {

@@ -9,13 +9,7 @@
 package discoverytest
 
 import (
-	"bytes"
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -25,15 +19,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/frontdoor-hpc/frontdoor/internal/awsclient/awsjsontest"
 )
 
 // Test credentials: set them in the environment (AWS_ACCESS_KEY_ID,
 // AWS_SECRET_ACCESS_KEY) so the SDK's default chain finds them.
 const (
-	AccessKeyID     = "AKIDFRONTDOORTEST"
-	SecretAccessKey = "frontdoor-test-secret-key/0123456789abcdef"
+	AccessKeyID     = awsjsontest.AccessKeyID
+	SecretAccessKey = awsjsontest.SecretAccessKey
 )
 
 // Node is one instance of the fake cluster.
@@ -52,6 +45,9 @@ type Server struct {
 	ARN     string
 
 	srv *httptest.Server
+	// Record counts requests by operation (Calls) and keeps the protocol
+	// violations seen (Problems).
+	awsjsontest.Record
 
 	mu sync.Mutex // mu protects the following
 	// PageSize caps ListClusterNodes pages (default 100, the API's max).
@@ -59,9 +55,7 @@ type Server struct {
 	nodes     []Node
 	throttle  map[string]int // operation → throttling answers still to give
 	failing   bool           // every call answers 500
-	calls     map[string]int // operation → requests (retries included)
 	describes map[string]int // instance ID → DescribeClusterNode requests answered
-	problems  []string       // protocol violations seen
 	filters   []string       // InstanceGroupNameContains values received
 }
 
@@ -70,7 +64,7 @@ type Server struct {
 func Start(tb testing.TB, region, cluster string) *Server {
 	s := &Server{Region: region, Cluster: cluster, pageSize: 100,
 		ARN:      "arn:aws:sagemaker:" + region + ":123456789012:cluster/abcdef012345",
-		throttle: map[string]int{}, calls: map[string]int{}, describes: map[string]int{}}
+		throttle: map[string]int{}, describes: map[string]int{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	tb.Cleanup(func() {
@@ -113,57 +107,18 @@ func (s *Server) Throttle(op string, n int) { s.mu.Lock(); s.throttle[op] = n; s
 // Fail makes every call answer HTTP 500 (an outage) until Fail(false).
 func (s *Server) Fail(on bool) { s.mu.Lock(); s.failing = on; s.mu.Unlock() }
 
-// Calls returns how many requests op received, retries included.
-func (s *Server) Calls(op string) int { s.mu.Lock(); defer s.mu.Unlock(); return s.calls[op] }
-
 // Describes returns how many DescribeClusterNode requests for id were answered.
 func (s *Server) Describes(id string) int { s.mu.Lock(); defer s.mu.Unlock(); return s.describes[id] }
 
 // Filters returns the InstanceGroupNameContains values received.
 func (s *Server) Filters() []string { s.mu.Lock(); defer s.mu.Unlock(); return slices.Clone(s.filters) }
 
-// Problems returns the protocol violations seen (bad signature, headers…).
-func (s *Server) Problems() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.problems)
-}
-
-func (s *Server) problem(format string, args ...any) {
-	s.mu.Lock()
-	s.problems = append(s.problems, fmt.Sprintf(format, args...))
-	s.mu.Unlock()
-}
-
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		s.problem("read body: %v", err)
-		return
-	}
-	target := r.Header.Get("X-Amz-Target")
-	op, ok := strings.CutPrefix(target, "SageMaker.")
-	switch {
-	case r.Method != http.MethodPost || r.URL.Path != "/":
-		s.problem("%s %s: want POST /", r.Method, r.URL.Path)
-		writeError(w, 404, "UnknownOperationException", "not found")
-		return
-	case !ok:
-		s.problem("X-Amz-Target %q: want SageMaker.<Operation>", target)
-		writeError(w, 400, "UnknownOperationException", "no target")
-		return
-	case r.Header.Get("Content-Type") != "application/x-amz-json-1.1":
-		s.problem("%s: Content-Type %q, want application/x-amz-json-1.1", op, r.Header.Get("Content-Type"))
-		writeError(w, 400, "SerializationException", "bad content type")
-		return
-	}
-	if err := s.verifySigV4(r, body); err != nil {
-		s.problem("%s: SigV4: %v", op, err)
-		writeError(w, 403, "InvalidSignatureException", err.Error())
+	op, body, ok := s.service().Read(w, r, &s.Record)
+	if !ok {
 		return
 	}
 	s.mu.Lock()
-	s.calls[op]++
 	failing, throttled := s.failing, s.throttle[op] > 0
 	if throttled {
 		s.throttle[op]--
@@ -171,10 +126,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	switch {
 	case failing:
-		writeError(w, 500, "InternalFailure", "fake outage")
+		awsjsontest.WriteError(w, 500, "InternalFailure", "fake outage")
 		return
 	case throttled:
-		writeError(w, 400, "ThrottlingException", "Rate exceeded")
+		awsjsontest.WriteError(w, 400, "ThrottlingException", "Rate exceeded")
 		return
 	}
 	switch op {
@@ -183,8 +138,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case "DescribeClusterNode":
 		s.describeClusterNode(w, body)
 	default:
-		s.problem("unexpected operation %s", op)
-		writeError(w, 400, "UnknownOperationException", op)
+		s.Problem("unexpected operation %s", op)
+		awsjsontest.WriteError(w, 400, "UnknownOperationException", op)
 	}
 }
 
@@ -198,12 +153,12 @@ func (s *Server) listClusterNodes(w http.ResponseWriter, body []byte) {
 		NextToken                 *string
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
-		s.problem("ListClusterNodes body: %v", err)
-		writeError(w, 400, "SerializationException", err.Error())
+		s.Problem("ListClusterNodes body: %v", err)
+		awsjsontest.WriteError(w, 400, "SerializationException", err.Error())
 		return
 	}
 	if !s.clusterOK(in.ClusterName) {
-		writeError(w, 400, "ResourceNotFound", "Cluster "+in.ClusterName+" not found")
+		awsjsontest.WriteError(w, 400, "ResourceNotFound", "Cluster "+in.ClusterName+" not found")
 		return
 	}
 	s.mu.Lock()
@@ -220,7 +175,7 @@ func (s *Server) listClusterNodes(w http.ResponseWriter, body []byte) {
 	size := s.pageSize
 	if in.MaxResults != nil {
 		if *in.MaxResults < 1 || *in.MaxResults > 100 {
-			s.problem("MaxResults %d out of 1..100", *in.MaxResults)
+			s.Problem("MaxResults %d out of 1..100", *in.MaxResults)
 		}
 		size = min(size, *in.MaxResults)
 	}
@@ -228,7 +183,7 @@ func (s *Server) listClusterNodes(w http.ResponseWriter, body []byte) {
 	if in.NextToken != nil {
 		v, err := strconv.Atoi(strings.TrimPrefix(*in.NextToken, "page-"))
 		if err != nil || v < 0 {
-			writeError(w, 400, "ValidationException", "invalid NextToken")
+			awsjsontest.WriteError(w, 400, "ValidationException", "invalid NextToken")
 			return
 		}
 		start = min(v, len(match))
@@ -246,18 +201,18 @@ func (s *Server) listClusterNodes(w http.ResponseWriter, body []byte) {
 	if end < len(match) {
 		out["NextToken"] = "page-" + strconv.Itoa(end)
 	}
-	writeJSON(w, out)
+	awsjsontest.WriteJSON(w, out)
 }
 
 func (s *Server) describeClusterNode(w http.ResponseWriter, body []byte) {
 	var in struct{ ClusterName, NodeId string }
 	if err := json.Unmarshal(body, &in); err != nil {
-		s.problem("DescribeClusterNode body: %v", err)
-		writeError(w, 400, "SerializationException", err.Error())
+		s.Problem("DescribeClusterNode body: %v", err)
+		awsjsontest.WriteError(w, 400, "SerializationException", err.Error())
 		return
 	}
 	if !s.clusterOK(in.ClusterName) {
-		writeError(w, 400, "ResourceNotFound", "Cluster "+in.ClusterName+" not found")
+		awsjsontest.WriteError(w, 400, "ResourceNotFound", "Cluster "+in.ClusterName+" not found")
 		return
 	}
 	s.mu.Lock()
@@ -280,10 +235,10 @@ func (s *Server) describeClusterNode(w http.ResponseWriter, body []byte) {
 		if n.Hostname != "" {
 			d["PrivateDnsHostname"] = n.Hostname
 		}
-		writeJSON(w, map[string]any{"NodeDetails": d})
+		awsjsontest.WriteJSON(w, map[string]any{"NodeDetails": d})
 		return
 	}
-	writeError(w, 400, "ResourceNotFound", "Node "+in.NodeId+" not found")
+	awsjsontest.WriteError(w, 400, "ResourceNotFound", "Node "+in.NodeId+" not found")
 }
 
 func launch(n Node) time.Time {
@@ -301,78 +256,12 @@ func status(n Node) map[string]any {
 	return st
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
-	b, _ := json.Marshal(v)
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	w.Header().Set("x-amzn-RequestId", "00000000-0000-0000-0000-000000000000")
-	w.Write(b)
+// service is the fake's protocol identity.
+func (s *Server) service() awsjsontest.Service {
+	return awsjsontest.Service{TargetPrefix: "SageMaker", SigningName: "sagemaker", Region: s.Region}
 }
 
-// writeError answers like AWS JSON services: the error code in "__type".
-func writeError(w http.ResponseWriter, code int, typ, msg string) {
-	b, _ := json.Marshal(map[string]string{"__type": typ, "message": msg})
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	w.Header().Set("x-amzn-RequestId", "00000000-0000-0000-0000-000000000000")
-	w.WriteHeader(code)
-	w.Write(b)
-}
-
-// verifySigV4 parses the Authorization header, checks the credential scope
-// (key, region, service "sagemaker") and recomputes the signature over the
-// headers the client signed.
+// verifySigV4 checks a request's SigV4 signature (awsjsontest).
 func (s *Server) verifySigV4(r *http.Request, body []byte) error {
-	auth := r.Header.Get("Authorization")
-	algo, rest, _ := strings.Cut(auth, " ")
-	if algo != "AWS4-HMAC-SHA256" {
-		return fmt.Errorf("Authorization %q: not AWS4-HMAC-SHA256", auth)
-	}
-	fields := map[string]string{}
-	for _, f := range strings.Split(rest, ",") {
-		k, v, _ := strings.Cut(strings.TrimSpace(f), "=")
-		fields[k] = v
-	}
-	scope := strings.Split(fields["Credential"], "/")
-	if len(scope) != 5 || scope[4] != "aws4_request" {
-		return fmt.Errorf("credential %q: want KEY/DATE/REGION/SERVICE/aws4_request", fields["Credential"])
-	}
-	if scope[0] != AccessKeyID || scope[2] != s.Region || scope[3] != "sagemaker" {
-		return fmt.Errorf("credential scope key=%s region=%s service=%s, want %s/%s/sagemaker", scope[0], scope[2], scope[3], AccessKeyID, s.Region)
-	}
-	when, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
-	if err != nil {
-		return fmt.Errorf("X-Amz-Date: %w", err)
-	}
-	if scope[1] != when.Format("20060102") {
-		return fmt.Errorf("credential date %s but X-Amz-Date %s", scope[1], when)
-	}
-	sum := sha256.Sum256(body)
-	hash := hex.EncodeToString(sum[:])
-	if h := r.Header.Get("X-Amz-Content-Sha256"); h != "" && h != hash {
-		return fmt.Errorf("X-Amz-Content-Sha256 does not match the body")
-	}
-	re, _ := http.NewRequestWithContext(context.Background(), r.Method, "http://"+r.Host+r.URL.RequestURI(), bytes.NewReader(body))
-	re.Header = http.Header{}
-	re.ContentLength = 0
-	signed := strings.Split(fields["SignedHeaders"], ";")
-	if !slices.Contains(signed, "host") || !slices.Contains(signed, "x-amz-target") {
-		return fmt.Errorf("SignedHeaders %q lack host or x-amz-target", fields["SignedHeaders"])
-	}
-	for _, h := range signed {
-		switch h {
-		case "host":
-		case "content-length":
-			re.ContentLength = int64(len(body))
-		default:
-			re.Header[http.CanonicalHeaderKey(h)] = r.Header.Values(h)
-		}
-	}
-	re.Header.Del("Authorization")
-	creds := aws.Credentials{AccessKeyID: AccessKeyID, SecretAccessKey: SecretAccessKey}
-	if err := v4.NewSigner().SignHTTP(context.Background(), creds, re, hash, "sagemaker", s.Region, when); err != nil {
-		return err
-	}
-	if got := re.Header.Get("Authorization"); got != auth {
-		return fmt.Errorf("signature mismatch:\n got  %s\n want %s", auth, got)
-	}
-	return nil
+	return s.service().VerifySigV4(r, body)
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/go-ldap/ldap/v3"
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
@@ -46,6 +47,12 @@ type Stack struct {
 	KnownHosts string        `json:"known_hosts"`
 	// Slurm is how to reach the stack's Slurm (absent with --no-slurm).
 	Slurm *SlurmInfo `json:"slurm,omitempty"`
+	// TrustedUserCAKeys is the nodes' TrustedUserCAKeys file (every
+	// gateway's user CA key, one per line) and RevokedKeys their KRL; sshd
+	// reads both at every login. Dropping a gateway: delete its line, or
+	// `ssh-keygen -k -u -f REVOKED_KEYS GATEWAY.user_ca_pub`.
+	TrustedUserCAKeys string `json:"trusted_user_ca_keys"`
+	RevokedKeys       string `json:"revoked_keys"`
 }
 
 type GatewayInfo struct {
@@ -63,6 +70,12 @@ type GatewayInfo struct {
 	Config         string `json:"config"`
 	Log            string `json:"log"`
 	Audit          string `json:"audit"`
+	// UserCAKey is this gateway's own user CA (private), UserCAPub its
+	// public key file and UserCAFingerprint its SHA256 fingerprint, which
+	// the nodes' sshd logs with every login this gateway signs.
+	UserCAKey         string `json:"user_ca_key"`
+	UserCAPub         string `json:"user_ca_pub"`
+	UserCAFingerprint string `json:"user_ca_fingerprint"`
 }
 
 type NodeInfo struct {
@@ -321,7 +334,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 			port = 0
 		}
 		n, err := harness.StartNode(startCtx, harness.NodeOptions{Name: name, Addr: addr, Port: port,
-			Dir: filepath.Join(dir, "nodes", name), UserCAPub: keys.UserCAPub})
+			Dir: filepath.Join(dir, "nodes", name), UserCAPub: keys.UserCAPub, RevokedKeys: keys.RevokedKeys})
 		if err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
@@ -396,9 +409,18 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		if err != nil {
 			return fmt.Errorf("gateway %s: %w", name, err)
 		}
+		caKey, err := keys.GatewayCA(name) // made with the config; the nodes trust it
+		if err != nil {
+			return err
+		}
+		caPub, err := keys.GatewayCAPublicKey(name)
+		if err != nil {
+			return err
+		}
 		out.Gateways = append(out.Gateways, GatewayInfo{Name: name, SSH: sshAddr, Admin: admin, AdminURL: "http://" + admin,
 			AdminSocket: sock, AdminToken: token, AdminTokenFile: tokens + ".client", PID: pid, Config: cfg,
-			Log: logPath, Audit: filepath.Join(gdir, "audit.jsonl")})
+			Log: logPath, Audit: filepath.Join(gdir, "audit.jsonl"),
+			UserCAKey: caKey, UserCAPub: caKey + ".pub", UserCAFingerprint: ssh.FingerprintSHA256(caPub)})
 		khLines += harness.KnownHostsLine(sshAddr, keys.HostPublicKey) + "\n"
 		log.Info("gateway up", "gateway", name, "ssh", sshAddr, "admin", admin)
 	}
@@ -472,6 +494,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		log.Info("Slurm accounting matches the policy", "changes", strings.Count(string(b), "applied: "))
 	}
 
+	out.TrustedUserCAKeys, out.RevokedKeys = keys.UserCAPub, keys.RevokedKeys
 	out.KnownHosts = filepath.Join(dir, "known_hosts")
 	if err := os.WriteFile(out.KnownHosts, []byte(khLines), 0o644); err != nil {
 		return err
@@ -675,6 +698,14 @@ Admin API (the socket: you are who the kernel says; TCP: the bearer token):
   bin/frontdoor sessions --admin %s --admin-token-file %s
   curl -H "Authorization: Bearer $(cat %s)" %s/metrics
 `, gw.AdminSocket, gw.AdminSocket, st.Nodes[0].Name, gw.AdminSocket, gw.AdminURL, gw.AdminTokenFile, gw.AdminTokenFile, gw.AdminURL)
+	fmt.Printf(`
+User CAs (one per gateway; the nodes trust %s and read the KRL %s at every login):
+`, st.TrustedUserCAKeys, st.RevokedKeys)
+	for _, g := range st.Gateways {
+		fmt.Printf("  %s %s\n", g.Name, g.UserCAFingerprint)
+	}
+	fmt.Printf("  ssh-keygen -k -u -f %s %s    # drop %s: its logins are refused from the next one\n",
+		st.RevokedKeys, gw.UserCAPub, gw.Name)
 	if sl := st.Slurm; sl != nil {
 		fmt.Printf(`
 Slurm (accounts %s, partitions %s; every user above is a Unix user here):
