@@ -23,6 +23,9 @@ const (
 	channelMaxPacket = 1 << 15
 	// We follow OpenSSH here.
 	channelWindowSize = 64 * channelMaxPacket
+	// windowAdjustStep is how much of the window is consumed before it
+	// is given back in one window adjustment (see adjustWindow).
+	windowAdjustStep = channelWindowSize / 4
 )
 
 // NewChannel represents an incoming request to a channel. It must either be
@@ -359,7 +362,6 @@ func (ch *channel) handleData(packet []byte) error {
 		// sent a channel close; ignore it like ReadExtended does, since
 		// an error returned here would terminate the mux read loop and
 		// tear down the whole connection.
-		recycleData(data)
 		if err := ch.adjustWindow(length); err != nil && err != io.EOF {
 			return err
 		}
@@ -383,7 +385,13 @@ func (c *channel) adjustWindow(adj uint32) error {
 	// exceed the initial window setting, we don't worry about overflow.
 	c.myConsumed += adj
 	var sendAdj uint32
-	if (channelWindowSize-c.myWindow > 3*channelMaxPacket) ||
+	// A quarter of the window at a time: the peer always has three
+	// quarters or more to send in while the reader keeps up, with a
+	// quarter of the messages (and of the peer's wake-ups to read them)
+	// that adjusting every three packets, as OpenSSH does, takes. A
+	// reader that falls behind half the window gives back what it reads
+	// at once, as before.
+	if (channelWindowSize-c.myWindow > windowAdjustStep) ||
 		(c.myWindow < channelWindowSize/2) {
 		sendAdj = c.myConsumed
 		c.myConsumed = 0
