@@ -408,7 +408,7 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 	})
 
 	// One goroutine per direction copies data (toward the client both
-	// stdout and stderr, see copyBoth); requests from both sides are
+	// stdout and stderr, see relayChannel); requests from both sides are
 	// dispatched by this goroutine to one ordered queue per direction (see
 	// serial), whose worker exists only while requests are pending: an
 	// idle channel costs three goroutines.
@@ -416,11 +416,16 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 	toNode, toClient := &serial{wg: &workers}, &serial{wg: &workers}
 
 	// Client → node: data then EOF.
+	bdown, bup, zeroCopy := buffered(down, up)
 	var input sync.WaitGroup
 	input.Add(1)
 	go func() {
 		defer input.Done()
-		copyData(up, down, &r.Stats.BytesUp)
+		if zeroCopy {
+			relayChannel(bup, bdown, false, &r.Stats.BytesUp)
+		} else {
+			copyData(up, down, &r.Stats.BytesUp)
+		}
 		up.CloseWrite()
 	}()
 	var st *sessionState
@@ -440,13 +445,12 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 	var stderr, output sync.WaitGroup
 	exited := make(chan struct{})
 	markExited := sync.OnceFunc(func() { close(exited) })
-	both, oneReader := up.(eitherReader)
 	switch {
 	case !session:
 		// Only session channels carry stderr (extended data); forwarded
 		// connections do not, and need no goroutine for it.
 		markExited()
-	case oneReader:
+	case zeroCopy:
 		// Both streams from one goroutine: stdout below reads stderr too.
 	default:
 		stderr.Add(1)
@@ -458,8 +462,8 @@ func (r *Relay) pipe(down ssh.Channel, downReqs <-chan *ssh.Request, up ssh.Chan
 	output.Add(1)
 	go func() {
 		defer output.Done()
-		if session && oneReader {
-			copyBoth(down, both, &r.Stats.BytesDown)
+		if zeroCopy {
+			relayChannel(bdown, bup, session, &r.Stats.BytesDown)
 		} else {
 			copyData(down, up, &r.Stats.BytesDown)
 		}

@@ -23,12 +23,12 @@ import (
 // per session. A count the machine cannot hold (processes, memory) is
 // skipped with the reason recorded, not silently.
 func (b *bench) idle(ctx context.Context, r *result) error {
-	pid := b.gw.Process.Pid
+	pid := b.gw().cmd.Process.Pid
 	rssBefore, err := rssKiB(pid)
 	if err != nil {
 		return err
 	}
-	liveBefore, gBefore, err := liveMemory(ctx, b.adminSock)
+	liveBefore, gBefore, err := liveMemory(ctx, b.gw().admin)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (b *bench) idle(ctx context.Context, r *result) error {
 			go func() {
 				defer wg.Done()
 				for i := range next {
-					c, err := harness.DialSSH(ctx, b.gwAddr, b.user.Name, b.keys.HostPublicKey, ssh.PublicKeys(b.user.Signer))
+					c, err := harness.DialSSH(ctx, b.gw().addr, b.user.Name, b.gw().hostKey, ssh.PublicKeys(b.user.Signer))
 					if err == nil {
 						var s *ssh.Session
 						if s, err = c.NewSession(); err == nil {
@@ -106,7 +106,7 @@ func (b *bench) idle(ctx context.Context, r *result) error {
 		if firstErr != nil {
 			return firstErr
 		}
-		liveAfter, gAfter, err := liveMemory(ctx, b.adminSock)
+		liveAfter, gAfter, err := liveMemory(ctx, b.gw().admin)
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os/exec"
 	"time"
 )
 
@@ -18,7 +17,7 @@ func (b *bench) latency(ctx context.Context, r *result) error {
 			p := paths[(i+j)%len(paths)]
 			start := time.Now()
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			out, err := exec.CommandContext(cctx, "ssh", append(b.sshArgs(p, ""), "true")...).CombinedOutput()
+			out, err := b.command(cctx, cpuClient, "ssh", append(b.sshArgs(p, ""), "true")...).CombinedOutput()
 			cancel()
 			if err != nil {
 				return fmt.Errorf("ssh true via %s: %w: %s", p, err, out)

@@ -1,19 +1,26 @@
-// Command relaybench measures the gateway's relay against direct OpenSSH and
-// against a plain TCP forwarder (socat: the floor any proxy has, what an NLB
-// adds), all in the same run: bulk throughput up and down for aes128-gcm and
+// Command relaybench measures the gateway's relay against direct OpenSSH,
+// against a plain TCP forwarder (socat: the floor any proxy has, what an
+// NLB adds) and against a peer, sshpiper v1.6.1 (a packet-relaying Go SSH
+// proxy, built from its source on first use: peer.go), all in the same
+// run, paths interleaved: bulk throughput up and down for aes128-gcm and
 // the OpenSSH client's default cipher, `ssh HOST true` latency with the same
-// key exchange, CPU seconds per GiB for the gateway and for the node's sshd,
+// key exchange, CPU seconds per GiB for each proxy and for the node's sshd,
 // gateway memory and goroutines per idle session, and new sessions per
 // second. Everything is real: an OpenSSH sshd login node, the OpenSSH
-// client, socat, and the gateway as its own process (bin/frontdoor).
+// client, socat, sshpiper, and the gateway as its own process
+// (bin/frontdoor).
+//
+// With --pinned the client and the node's sshd share CPU 0 and each proxy
+// has CPU 1 to itself, as a gateway on its own machine would (pin.go).
+// With --wait-load the run first waits, bounded, for the machine to be
+// idle; the load average is recorded at every run and phase either way.
 //
 // Results go to OUT/relay.json (and OUT/relay-LABEL.json with --label),
 // OUT/relay.md and OUT/relay.svg; with --profile, CPU and allocation profiles
 // of the gateway during each transfer direction and during the new-session
 // test go to OUT/profiles/. Figures are reported, not asserted: on a shared
 // 2-core machine the client, gateway and sshd compete for CPU, and that is
-// part of what is measured. The load average at the start and end of every
-// phase is recorded with it.
+// part of what is measured.
 package main
 
 import (
@@ -44,6 +51,15 @@ type options struct {
 	only            string
 	baselineBin     string
 	baselineEnv     string
+	pinned          bool
+	peer            bool
+	piperGit        string
+	cryptoGit       string
+	peerCache       string
+	waitLoad        float64
+	waitMax         time.Duration
+	hold            bool
+	traceRaw        bool
 }
 
 func main() {
@@ -59,13 +75,25 @@ func main() {
 	flag.Float64Var(&o.rateSeconds, "rate-seconds", 0, "seconds per path for the new-sessions test (default 10, quick 4)")
 	flag.IntVar(&o.rateWorkers, "rate-workers", 8, "concurrent logins in the new-sessions test")
 	flag.BoolVar(&o.profile, "profile", false, "capture gateway CPU and allocation profiles (extra transfers, not measured)")
-	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: transfer,latency,rate,idle,profile")
+	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: transfer,latency,rate,idle,profile,trace (trace: perf timelines of one transfer per path, only when named)")
 	flag.StringVar(&o.baselineBin, "baseline-bin", "", "a second frontdoor binary (e.g. the build before a change), measured as path frontdoor-baseline in the same run")
 	flag.StringVar(&o.baselineEnv, "baseline-env", "", "environment for the baseline gateway, comma-separated KEY=VALUE (e.g. GOMAXPROCS=1, to compare settings of one binary)")
+	flag.BoolVar(&o.pinned, "pinned", false, "pin CPUs: the client and the node's sshd on CPU 0, each proxy on CPU 1 (a gateway on its own machine)")
+	flag.BoolVar(&o.peer, "peer", true, "measure sshpiper "+piperVersion+" as a peer (path sshpiper), built from its source on first use")
+	flag.StringVar(&o.piperGit, "sshpiper-git", piperGitDefault, "git repository (URL or directory) of github.com/tg123/sshpiper")
+	flag.StringVar(&o.cryptoGit, "sshpiper-crypto-git", cryptoGitDefault, "git repository (URL or directory) of github.com/datacosmos-br/sshpiper.crypto")
+	flag.StringVar(&o.peerCache, "peer-cache", "", "where the peer is built and kept (default: the user cache directory, frontdoor-relaybench/)")
+	flag.Float64Var(&o.waitLoad, "wait-load", 0, "before measuring, wait until the 1-minute load average is below this (0: do not wait)")
+	flag.DurationVar(&o.waitMax, "wait-max", 20*time.Minute, "the longest --wait-load waits; then the run measures anyway, and records the load")
+	flag.BoolVar(&o.hold, "hold", false, "set up, print how to reach each path, and wait for ^C instead of measuring (to trace or profile by hand)")
+	flag.BoolVar(&o.traceRaw, "trace-raw", false, "with the trace phase, also keep each transfer's timeline (perf script output) in OUT/relay-trace-PATH-DIR.txt")
 	onlyCipher := flag.String("cipher", "", "measure only ciphers whose name contains this (e.g. aes128)")
 	flag.Parse()
 	if *onlyCipher != "" {
 		ciphers = slices.DeleteFunc(ciphers, func(c struct{ name, flag string }) bool { return !strings.Contains(c.name, *onlyCipher) })
+	}
+	if o.peer {
+		paths = append(paths, pathPeer)
 	}
 	if o.baselineBin != "" {
 		paths = append(paths, pathBaseline)
@@ -116,7 +144,8 @@ func main() {
 
 func (o options) phase(name string) bool {
 	if o.only == "" {
-		return name != "profile" || o.profile
+		// trace runs only when asked for; profile with --profile.
+		return name != "trace" && (name != "profile" || o.profile)
 	}
 	for _, p := range strings.Split(o.only, ",") {
 		if strings.TrimSpace(p) == name {

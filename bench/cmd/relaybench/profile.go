@@ -28,7 +28,7 @@ func (b *bench) captureProfiles(ctx context.Context, prefix string, secs int) er
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			body, err := harness.AdminGet(ctx, b.adminSock, fmt.Sprintf("/debug/pprof/%s?seconds=%d", kind, secs))
+			body, err := harness.AdminGet(ctx, b.gw().admin, fmt.Sprintf("/debug/pprof/%s?seconds=%d", kind, secs))
 			if err != nil {
 				errs[i] = err
 				return
@@ -97,7 +97,7 @@ func (b *bench) saveIdleProfiles(ctx context.Context, r *result, n int) error {
 		return err
 	}
 	for _, kind := range []string{"heap", "goroutine"} {
-		body, err := harness.AdminGet(ctx, b.adminSock, "/debug/pprof/"+kind+"?gc=1")
+		body, err := harness.AdminGet(ctx, b.gw().admin, "/debug/pprof/"+kind+"?gc=1")
 		if err != nil {
 			return err
 		}

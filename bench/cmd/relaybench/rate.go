@@ -19,15 +19,7 @@ import (
 // `true`, close. Go's client, so the bench's own cost is the same on every
 // path and no ssh process is forked per login.
 func (b *bench) login(ctx context.Context, p string) error {
-	addr, key := b.node.Addr(), b.node.HostKey()
-	switch p {
-	case pathFrontdoor:
-		addr, key = b.gwAddr, b.keys.HostPublicKey
-	case pathSocat:
-		addr = b.socatAddr
-	case pathBaseline:
-		addr, key = b.base.addr, b.keys.HostPublicKey
-	}
+	addr, key := b.target(p)
 	c, err := harness.DialSSH(ctx, addr, b.user.Name, key, ssh.PublicKeys(b.user.Signer))
 	if err != nil {
 		return err
@@ -49,11 +41,9 @@ func (b *bench) rate(ctx context.Context, r *result, prof string) error {
 	type acc struct {
 		n           int64
 		secs        float64
-		gw, sshd    float64
+		proxy, sshd float64
 		errs        int64
 		firstErr    error
-		socatCPU    float64
-		loadSamples []float64
 	}
 	res := map[string]*acc{}
 	rev := slices.Clone(paths)
@@ -122,15 +112,7 @@ func (b *bench) rate(ctx context.Context, r *result, prof string) error {
 		a.errs += errs.Load()
 		a.secs += el
 		a.sshd += after.sshd - before.sshd
-		if p == pathFrontdoor {
-			a.gw += after.gw - before.gw
-		}
-		if p == pathBaseline {
-			a.gw += after.base - before.base
-		}
-		if p == pathSocat {
-			a.socatCPU += after.socat - before.socat
-		}
+		a.proxy += after.proxy[p] - before.proxy[p]
 	}
 	if prof != "" {
 		return nil
@@ -144,13 +126,13 @@ func (b *bench) rate(ctx context.Context, r *result, prof string) error {
 		if a.n > 0 {
 			row.PerSecond = float64(a.n) / a.secs
 			row.SSHDCPUms = a.sshd / float64(a.n) * 1000
-			row.GatewayCPUms = a.gw / float64(a.n) * 1000
+			row.ProxyCPUms = a.proxy / float64(a.n) * 1000
 		}
 		r.Rate = append(r.Rate, row)
 	}
 	for i := range r.Rate {
 		r.Rate[i].Ratio = r.Rate[i].PerSecond / r.Rate[0].PerSecond
-		log.Printf("new sessions %-9s %.1f/s ×%.2f (errors %d) gw %.1f ms sshd %.1f ms per session", r.Rate[i].Path, r.Rate[i].PerSecond, r.Rate[i].Ratio, r.Rate[i].Errors, r.Rate[i].GatewayCPUms, r.Rate[i].SSHDCPUms)
+		log.Printf("new sessions %-9s %.1f/s ×%.2f (errors %d) proxy %.1f ms sshd %.1f ms per session", r.Rate[i].Path, r.Rate[i].PerSecond, r.Rate[i].Ratio, r.Rate[i].Errors, r.Rate[i].ProxyCPUms, r.Rate[i].SSHDCPUms)
 	}
 	return nil
 }

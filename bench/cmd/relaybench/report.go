@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -21,6 +22,17 @@ type phaseLoad struct {
 	LoadEnd   loadAvg `json:"load_end"`
 }
 
+// loadWait is the wait for an idle machine before the measurements
+// (--wait-load).
+type loadWait struct {
+	Limit      float64 `json:"load1_below"`
+	MaxSeconds float64 `json:"max_seconds"`
+	Reached    bool    `json:"reached"`
+	Seconds    float64 `json:"seconds"`
+	Start      loadAvg `json:"load_start"`
+	End        loadAvg `json:"load_end"`
+}
+
 // transferRow is one cipher, direction and path.
 type transferRow struct {
 	Cipher    string    `json:"cipher"`
@@ -28,22 +40,29 @@ type transferRow struct {
 	Path      string    `json:"path"`
 	MiBs      []float64 `json:"mib_s"`
 	Median    float64   `json:"median_mib_s"`
-	Ratio     float64   `json:"ratio_vs_direct"`
-	// CPU seconds per GiB moved, averaged over the runs: the gateway
-	// process (frontdoor path), the node's sshd with the command it ran
-	// (every path), the ssh client, and socat (socat path).
-	GatewayCPU float64 `json:"gateway_cpu_s_per_gib,omitempty"`
+	// The 1-minute load average as each run started.
+	Load1 []float64 `json:"load1_at_runs"`
+	// Same-run ratios of the medians: to direct OpenSSH, to socat (the
+	// floor a proxy has), to the peer (sshpiper).
+	Ratio      float64 `json:"ratio_vs_direct"`
+	RatioSocat float64 `json:"ratio_vs_socat"`
+	RatioPeer  float64 `json:"ratio_vs_sshpiper,omitempty"`
+	// CPU seconds per GiB moved, averaged over the runs: the proxy in the
+	// middle (gateway, sshpiper, socat with its per-connection children),
+	// the node's sshd with the command it ran, and the ssh client.
+	ProxyCPU float64 `json:"proxy_cpu_s_per_gib,omitempty"`
 	// Per run, and their median (one slow run, e.g. the machine's load
 	// spiking, weighs on the mean).
-	GatewayCPURuns   []float64 `json:"gateway_cpu_s_per_gib_runs,omitempty"`
-	GatewayCPUMedian float64   `json:"gateway_cpu_s_per_gib_median,omitempty"`
-	SSHDCPU          float64   `json:"sshd_cpu_s_per_gib"`
-	ClientCPU        float64   `json:"client_cpu_s_per_gib"`
-	ForwarderCPU     float64   `json:"socat_cpu_s_per_gib,omitempty"`
-	// The gateway's read and write syscalls per MiB moved (all its
+	ProxyCPURuns   []float64 `json:"proxy_cpu_s_per_gib_runs,omitempty"`
+	ProxyCPUMedian float64   `json:"proxy_cpu_s_per_gib_median,omitempty"`
+	// The proxy's CPU per GiB over sshpiper's, same cipher and direction.
+	CPURatioPeer float64 `json:"proxy_cpu_vs_sshpiper,omitempty"`
+	SSHDCPU      float64 `json:"sshd_cpu_s_per_gib"`
+	ClientCPU    float64 `json:"client_cpu_s_per_gib"`
+	// A Go proxy's read and write syscalls per MiB moved (all its
 	// sockets; both legs).
-	GatewayReads  float64 `json:"gateway_read_syscalls_per_mib,omitempty"`
-	GatewayWrites float64 `json:"gateway_write_syscalls_per_mib,omitempty"`
+	ProxyReads  float64 `json:"proxy_read_syscalls_per_mib,omitempty"`
+	ProxyWrites float64 `json:"proxy_write_syscalls_per_mib,omitempty"`
 }
 
 type latencyRow struct {
@@ -64,9 +83,10 @@ type rateRow struct {
 	FirstError string  `json:"first_error,omitempty"`
 	PerSecond  float64 `json:"sessions_per_s"`
 	Ratio      float64 `json:"ratio_vs_direct"`
-	// CPU milliseconds per new session.
-	GatewayCPUms float64 `json:"gateway_cpu_ms_per_session,omitempty"`
-	SSHDCPUms    float64 `json:"sshd_cpu_ms_per_session"`
+	// CPU milliseconds per new session: the proxy (gateway, sshpiper,
+	// socat) and the node's sshd.
+	ProxyCPUms float64 `json:"proxy_cpu_ms_per_session,omitempty"`
+	SSHDCPUms  float64 `json:"sshd_cpu_ms_per_session"`
 }
 
 type idleRow struct {
@@ -93,16 +113,23 @@ type goal struct {
 }
 
 type result struct {
-	Date      string        `json:"date"`
-	Host      string        `json:"host"`
-	CPUs      int           `json:"cpus"`
-	GoVersion string        `json:"go_version"`
-	OpenSSH   string        `json:"openssh"`
-	Kex       string        `json:"kex"`
-	Quick     bool          `json:"quick"`
+	Date      string `json:"date"`
+	Host      string `json:"host"`
+	CPUs      int    `json:"cpus"`
+	GoVersion string `json:"go_version"`
+	OpenSSH   string `json:"openssh"`
+	Kex       string `json:"kex"`
+	Quick     bool   `json:"quick"`
+	// Pinned: the client and sshd on one CPU, each proxy on the other
+	// (pin.go); Pinning says which.
+	Pinned    bool          `json:"pinned"`
+	Pinning   string        `json:"pinning,omitempty"`
+	Peer      string        `json:"peer,omitempty"`
+	Paths     []string      `json:"paths"`
 	SizeMiB   int           `json:"size_mib"`
 	Reps      int           `json:"reps"`
 	LatencyN  int           `json:"latency_runs"`
+	Wait      *loadWait     `json:"wait_for_load,omitempty"`
 	LoadStart loadAvg       `json:"load_start"`
 	LoadEnd   loadAvg       `json:"load_end"`
 	Phases    []phaseLoad   `json:"phases"`
@@ -124,22 +151,21 @@ func (r *result) row(cipher, dir, path string) *transferRow {
 	return nil
 }
 
-// goals are issue 11's aims, evaluated on this run.
+// goals are issue 17's aims (and the ones of issue 11 that were met),
+// evaluated on this run: same-run ratios for throughput and CPU.
 func goals(r *result) []goal {
 	var g []goal
 	add := func(name, aim string, v float64, met bool) { g = append(g, goal{name, v, aim, met}) }
-	if up, down := r.row(ciphers[0].name, "up", pathFrontdoor), r.row(ciphers[0].name, "down", pathFrontdoor); up != nil && down != nil {
-		cpu := (up.GatewayCPU + down.GatewayCPU) / 2
-		add("gateway CPU s/GiB, aes128-gcm both legs", "≤ 1.5", cpu, cpu <= 1.5)
-		du, dd := r.row(ciphers[0].name, "up", pathDirect), r.row(ciphers[0].name, "down", pathDirect)
-		if sshd := (du.SSHDCPU + dd.SSHDCPU) / 2; sshd > 0 {
-			add("gateway CPU / node sshd CPU per GiB (direct)", "≤ 0.3", cpu/sshd, cpu/sshd <= 0.3)
-		}
-	}
 	for _, c := range ciphers {
 		for _, d := range []string{"up", "down"} {
-			if t := r.row(c.name, d, pathFrontdoor); t != nil {
-				add(fmt.Sprintf("throughput ×direct, %s, %s", c.name, d), "≥ 0.85", t.Ratio, t.Ratio >= 0.85)
+			t := r.row(c.name, d, pathFrontdoor)
+			if t == nil {
+				continue
+			}
+			add(fmt.Sprintf("throughput ×socat, %s, %s", c.name, d), "≥ 0.95", t.RatioSocat, t.RatioSocat >= 0.95)
+			if t.RatioPeer > 0 {
+				add(fmt.Sprintf("throughput ×sshpiper, %s, %s", c.name, d), "≥ 1.15", t.RatioPeer, t.RatioPeer >= 1.15)
+				add(fmt.Sprintf("proxy CPU per GiB ×sshpiper, %s, %s", c.name, d), "≤ 0.75", t.CPURatioPeer, t.CPURatioPeer <= 0.75)
 			}
 		}
 	}
@@ -155,9 +181,12 @@ func goals(r *result) []goal {
 			add("`ssh HOST true` p50 ×direct", "≤ 1.1", l.RatioP50, l.RatioP50 <= 1.1)
 		}
 	}
+	// New sessions per second are bound by the node's sshd while the
+	// gateway spends a small part of what sshd spends on each.
 	for _, s := range r.Rate {
-		if s.Path == pathFrontdoor {
-			add("new sessions/s ×direct", "≥ 0.9", s.Ratio, s.Ratio >= 0.9)
+		if s.Path == pathFrontdoor && s.SSHDCPUms > 0 {
+			v := s.ProxyCPUms / s.SSHDCPUms
+			add("new sessions: gateway CPU ×node sshd CPU per session", "≤ 0.25", v, v <= 0.25)
 		}
 	}
 	return g
@@ -169,25 +198,43 @@ func markdown(r *result) string {
 	if r.Quick {
 		mode = "quick"
 	}
-	fmt.Fprintf(&b, "### Relay: frontdoor vs direct OpenSSH vs socat (%s, %s run, %d CPUs, kex %s)\n\n", r.Date, mode, r.CPUs, r.Kex)
-	fmt.Fprintf(&b, "Load average at start %.2f / %.2f / %.2f, at end %.2f / %.2f / %.2f (1/5/15 min). %s; %s.\n\n",
+	pin := "unpinned: every process on both CPUs"
+	if r.Pinned {
+		pin = "pinned: " + r.Pinning
+	}
+	fmt.Fprintf(&b, "### Relay: %s (%s, %s run, %d CPUs, kex %s, %s)\n\n", strings.Join(r.Paths, " vs "), r.Date, mode, r.CPUs, r.Kex, pin)
+	fmt.Fprintf(&b, "Load average at start %.2f / %.2f / %.2f, at end %.2f / %.2f / %.2f (1/5/15 min). %s; %s.",
 		r.LoadStart.L1, r.LoadStart.L5, r.LoadStart.L15, r.LoadEnd.L1, r.LoadEnd.L5, r.LoadEnd.L15, r.OpenSSH, r.GoVersion)
+	if r.Peer != "" {
+		fmt.Fprintf(&b, " Peer: %s.", r.Peer)
+	}
+	if w := r.Wait; w != nil {
+		if w.Reached {
+			fmt.Fprintf(&b, " Waited %.0f s for the 1-minute load to fall below %.2f (%.2f → %.2f).", w.Seconds, w.Limit, w.Start.L1, w.End.L1)
+		} else {
+			fmt.Fprintf(&b, " The 1-minute load stayed at %.2f or more for the %.0f s waited (%.2f → %.2f).", w.Limit, w.Seconds, w.Start.L1, w.End.L1)
+		}
+	}
+	b.WriteString("\n\n")
 	if len(r.Transfers) > 0 {
 		fmt.Fprintf(&b, "Throughput, %d MiB per transfer, median of %d, paths interleaved:\n\n", r.SizeMiB, r.Reps)
-		fmt.Fprintf(&b, "| cipher | dir | path | MiB/s (runs) | ×direct | gateway CPU s/GiB mean (median) | gateway syscalls/MiB (read+write) | sshd CPU s/GiB | client CPU s/GiB | socat CPU s/GiB |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		fmt.Fprintf(&b, "| cipher | dir | path | MiB/s (runs) | ×direct | ×socat | ×sshpiper | proxy CPU s/GiB mean (median) | CPU ×sshpiper | proxy syscalls/MiB (read+write) | sshd CPU s/GiB | client CPU s/GiB | load (1 min) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, t := range r.Transfers {
 			sys := ""
-			if t.GatewayReads+t.GatewayWrites > 0 {
-				sys = fmt.Sprintf("%.0f + %.0f", t.GatewayReads, t.GatewayWrites)
+			if t.ProxyReads+t.ProxyWrites > 0 {
+				sys = fmt.Sprintf("%.0f + %.0f", t.ProxyReads, t.ProxyWrites)
 			}
-			gcpu := blank(t.GatewayCPU)
-			if t.GatewayCPUMedian > 0 {
-				gcpu += fmt.Sprintf(" (%.2f)", t.GatewayCPUMedian)
+			pcpu := blank(t.ProxyCPU)
+			if t.ProxyCPUMedian > 0 {
+				pcpu += fmt.Sprintf(" (%.2f)", t.ProxyCPUMedian)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %.0f (%s) | %.2f | %s | %s | %.2f | %.2f | %s |\n", t.Cipher, t.Direction, t.Path, t.Median, fmtList(t.MiBs), t.Ratio,
-				gcpu, sys, t.SSHDCPU, t.ClientCPU, blank(t.ForwarderCPU))
+			fmt.Fprintf(&b, "| %s | %s | %s | %.0f (%s) | %.2f | %.2f | %s | %s | %s | %s | %.2f | %.2f | %s |\n", t.Cipher, t.Direction, t.Path, t.Median, fmtList(t.MiBs),
+				t.Ratio, t.RatioSocat, blank(t.RatioPeer), pcpu, blank(t.CPURatioPeer), sys, t.SSHDCPU, t.ClientCPU, fmtLoads(t.Load1))
 		}
 		b.WriteString("\n")
+	}
+	if r.Peer != "" && len(r.Transfers) > 0 {
+		b.WriteString(summary(r))
 	}
 	if len(r.Latency) > 0 {
 		fmt.Fprintf(&b, "`ssh HOST true` (OpenSSH client, default cipher), %d runs per path, interleaved:\n\n| path | p50 ms | p99 ms | p50 ×direct | p99 ×direct |\n|---|---|---|---|---|\n", r.LatencyN)
@@ -197,9 +244,9 @@ func markdown(r *result) string {
 		b.WriteString("\n")
 	}
 	if len(r.Rate) > 0 {
-		fmt.Fprintf(&b, "New sessions per second (Go client: login, `true`, close; %d concurrent):\n\n| path | sessions/s | ×direct | errors | gateway CPU ms/session | sshd CPU ms/session |\n|---|---|---|---|---|---|\n", r.Rate[0].Workers)
+		fmt.Fprintf(&b, "New sessions per second (Go client: login, `true`, close; %d concurrent):\n\n| path | sessions/s | ×direct | errors | proxy CPU ms/session | sshd CPU ms/session |\n|---|---|---|---|---|---|\n", r.Rate[0].Workers)
 		for _, s := range r.Rate {
-			fmt.Fprintf(&b, "| %s | %.1f | %.2f | %d | %s | %.1f |\n", s.Path, s.PerSecond, s.Ratio, s.Errors, blank(s.GatewayCPUms), s.SSHDCPUms)
+			fmt.Fprintf(&b, "| %s | %.1f | %.2f | %d | %s | %.1f |\n", s.Path, s.PerSecond, s.Ratio, s.Errors, blank(s.ProxyCPUms), s.SSHDCPUms)
 		}
 		b.WriteString("\n")
 	}
@@ -215,7 +262,7 @@ func markdown(r *result) string {
 		b.WriteString("\n")
 	}
 	if len(r.Goals) > 0 {
-		fmt.Fprintf(&b, "Goals (issue 11):\n\n| goal | this run | aim | met |\n|---|---|---|---|\n")
+		fmt.Fprintf(&b, "Goals (issue 17):\n\n| goal | this run | aim | met |\n|---|---|---|---|\n")
 		for _, g := range r.Goals {
 			met := "no"
 			if g.Met {
@@ -234,6 +281,52 @@ func markdown(r *result) string {
 		b.WriteString(strings.Join(ps, ", ") + ".\n")
 	}
 	return b.String()
+}
+
+// summary is issue 17's table, one row per cipher: throughput of each
+// path as a ratio to direct OpenSSH, up / down, and the CPU seconds per
+// GiB of frontdoor and sshpiper, up and down; then the same-run ratios
+// the goals are about.
+func summary(r *result) string {
+	var b strings.Builder
+	run := "unpinned"
+	if r.Pinned {
+		run = "pinned"
+	}
+	b.WriteString("| run | socat up / down | frontdoor up / down | sshpiper up / down | CPU s/GiB frontdoor / sshpiper, up | CPU s/GiB frontdoor / sshpiper, down |\n|---|---|---|---|---|---|\n")
+	var ratios strings.Builder
+	ratios.WriteString("| run | frontdoor ×socat up / down | frontdoor ×sshpiper up / down | frontdoor CPU ×sshpiper up / down |\n|---|---|---|---|\n")
+	for _, c := range ciphers {
+		row := func(p, d string) *transferRow {
+			if t := r.row(c.name, d, p); t != nil {
+				return t
+			}
+			return &transferRow{}
+		}
+		name := strings.Fields(c.name)[0]
+		if c.flag == "" {
+			name = strings.Trim(strings.Fields(c.name)[1], "()") + " (default)"
+		}
+		fmt.Fprintf(&b, "| %s, %s | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f |\n", name, run,
+			row(pathSocat, "up").Ratio, row(pathSocat, "down").Ratio,
+			row(pathFrontdoor, "up").Ratio, row(pathFrontdoor, "down").Ratio,
+			row(pathPeer, "up").Ratio, row(pathPeer, "down").Ratio,
+			row(pathFrontdoor, "up").ProxyCPU, row(pathPeer, "up").ProxyCPU,
+			row(pathFrontdoor, "down").ProxyCPU, row(pathPeer, "down").ProxyCPU)
+		fmt.Fprintf(&ratios, "| %s, %s | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f |\n", name, run,
+			row(pathFrontdoor, "up").RatioSocat, row(pathFrontdoor, "down").RatioSocat,
+			row(pathFrontdoor, "up").RatioPeer, row(pathFrontdoor, "down").RatioPeer,
+			row(pathFrontdoor, "up").CPURatioPeer, row(pathFrontdoor, "down").CPURatioPeer)
+	}
+	return "Throughput as a ratio to direct OpenSSH (issue 17's table):\n\n" + b.String() + "\nSame-run ratios (aims: ≥ 0.95 ×socat, ≥ 1.15 ×sshpiper, CPU ≤ 0.75 ×sshpiper):\n\n" + ratios.String() + "\n"
+}
+
+func fmtLoads(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.FormatFloat(x, 'f', 1, 64)
+	}
+	return strings.Join(s, " ")
 }
 
 func blank(v float64) string {
@@ -269,7 +362,7 @@ func plot(r *result) string {
 		groupsInnerPad = 30
 	)
 	w := left + right + 40 + len(groups)*(len(paths)*(barW+barGap)+groupsInnerPad)
-	colors := map[string]string{pathDirect: "#4c72b0", pathFrontdoor: "#dd8452", pathSocat: "#55a868", pathBaseline: "#8172b3"}
+	colors := map[string]string{pathDirect: "#4c72b0", pathFrontdoor: "#dd8452", pathSocat: "#55a868", pathPeer: "#c44e52", pathBaseline: "#8172b3"}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w, h)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)

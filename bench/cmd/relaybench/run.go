@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
@@ -24,11 +26,16 @@ const (
 	pathDirect    = "direct"
 	pathFrontdoor = "frontdoor"
 	pathSocat     = "socat"
+	// pathPeer is sshpiper v1.6.1, a packet-relaying Go SSH proxy
+	// (peer.go); on by default, --peer=false leaves it out.
+	pathPeer = "sshpiper"
 	// pathBaseline is a second gateway (--baseline-bin, e.g. the build
 	// before a change), measured in the same run, interleaved.
 	pathBaseline = "frontdoor-baseline"
 )
 
+// paths in the order of the first round; main adds the peer and the
+// baseline when they run.
 var paths = []string{pathDirect, pathFrontdoor, pathSocat}
 
 // Ciphers measured: AES-GCM, and whatever the OpenSSH client picks by
@@ -43,42 +50,39 @@ var ciphers = []struct{ name, flag string }{
 // uses the same key exchange.
 const kex = "curve25519-sha256"
 
-// bench is the running setup: the node, the gateway, the forwarder.
+// bench is the running setup: the node and the proxies in front of it.
 type bench struct {
-	o         options
-	dir       string
-	node      *harness.Node
-	user      *harness.User
-	gw        *exec.Cmd
-	gwAddr    string
-	adminSock string
-	socat     *exec.Cmd
-	socatAddr string
-	kh        string
-	src       string
-	keys      *harness.ClusterKeys
-	// CPU accounting for the whole process trees.
-	gwCPU, sshdCPU, socatCPU *cpuGroup
-	// The baseline gateway, with --baseline-bin.
-	base *gatewayProc
+	o    options
+	dir  string
+	node *harness.Node
+	user *harness.User
+	kh   string
+	src  string
+	keys *harness.ClusterKeys
+	// The node's sshd with every session process it forks, for CPU
+	// accounting.
+	sshdCPU *cpuGroup
+	// proxies by path: every path but direct.
+	proxies map[string]*proxyProc
 }
 
-type gatewayProc struct {
-	cmd   *exec.Cmd
-	addr  string
-	admin string
-	cpu   *cpuGroup
+// proxyProc is one proxy process in front of the node, its CPU accounted
+// in a cgroup of its own (the whole tree: socat forks per connection).
+type proxyProc struct {
+	cmd     *exec.Cmd
+	addr    string
+	hostKey ssh.PublicKey // what the client sees
+	cpu     *cpuGroup
+	admin   string // a gateway's admin socket
 }
+
+// gw is the gateway under test.
+func (b *bench) gw() *proxyProc { return b.proxies[pathFrontdoor] }
 
 func (b *bench) sshArgs(path, cipher string) []string {
 	host, port := b.node.Host(), b.node.Port()
-	switch path {
-	case pathFrontdoor:
-		host, port = splitAddr(b.gwAddr)
-	case pathSocat:
-		host, port = splitAddr(b.socatAddr)
-	case pathBaseline:
-		host, port = splitAddr(b.base.addr)
+	if p := b.proxies[path]; p != nil {
+		host, port = splitAddr(p.addr)
 	}
 	a := []string{"-F", "/dev/null", "-o", "UserKnownHostsFile=" + b.kh, "-o", "StrictHostKeyChecking=yes",
 		"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-i", b.user.KeyPath,
@@ -89,6 +93,15 @@ func (b *bench) sshArgs(path, cipher string) []string {
 	return append(a, host)
 }
 
+// addr and hostKey are where a client of path connects and the key it
+// expects.
+func (b *bench) target(path string) (string, ssh.PublicKey) {
+	if p := b.proxies[path]; p != nil {
+		return p.addr, p.hostKey
+	}
+	return b.node.Addr(), b.node.HostKey()
+}
+
 func splitAddr(addr string) (string, int) {
 	h, p, _ := net.SplitHostPort(addr)
 	n, _ := strconv.Atoi(p)
@@ -97,7 +110,14 @@ func splitAddr(addr string) (string, int) {
 
 func run(ctx context.Context, o options) (*result, error) {
 	r := &result{Date: time.Now().UTC().Format(time.RFC3339), CPUs: runtime.NumCPU(), Kex: kex, Quick: o.quick,
-		SizeMiB: o.sizeMiB, Reps: o.reps, LatencyN: o.latN, LoadStart: loadNow()}
+		Pinned: o.pinned, SizeMiB: o.sizeMiB, Reps: o.reps, LatencyN: o.latN, Paths: paths, LoadStart: loadNow()}
+	if o.pinned {
+		r.Pinning = fmt.Sprintf("client, node sshd and the bench on CPU %d; each proxy on CPU %d", cpuClient, cpuProxy)
+	}
+	if o.peer {
+		r.Peer = fmt.Sprintf("sshpiper %s (github.com/tg123/sshpiper %s, crypto fork github.com/datacosmos-br/sshpiper.crypto %s)",
+			piperVersion, piperCommit[:12], piperCryptoRef[:12])
+	}
 	r.Host, _ = os.Hostname()
 	r.GoVersion = runtime.Version()
 	if out, err := exec.Command("ssh", "-V").CombinedOutput(); err == nil {
@@ -107,6 +127,12 @@ func run(ctx context.Context, o options) (*result, error) {
 	defer cleanup()
 	if err != nil {
 		return nil, err
+	}
+	if o.hold {
+		return nil, b.holdOpen(ctx)
+	}
+	if o.waitLoad > 0 {
+		r.Wait = waitForLoad(ctx, o.waitLoad, o.waitMax)
 	}
 	phase := func(name string, f func() error) error {
 		if !o.phase(name) {
@@ -136,6 +162,9 @@ func run(ctx context.Context, o options) (*result, error) {
 	if err := phase("profile", func() error { return b.profiles(ctx, r) }); err != nil {
 		return nil, err
 	}
+	if err := phase("trace", func() error { return b.traces(ctx) }); err != nil {
+		return nil, err
+	}
 	// Last: it leaves thousands of sshd sessions to tear down.
 	if err := phase("idle", func() error { return b.idle(ctx, r) }); err != nil {
 		return nil, err
@@ -143,6 +172,57 @@ func run(ctx context.Context, o options) (*result, error) {
 	r.LoadEnd = loadNow()
 	r.Goals = goals(r)
 	return r, nil
+}
+
+// holdOpen prints, for each path, the ssh command that reaches it and the
+// proxy's pid, then waits for ctx's end (^C): the setup, for tracing and
+// profiling by hand.
+func (b *bench) holdOpen(ctx context.Context) error {
+	for _, p := range paths {
+		pid := b.node.PID()
+		if pp := b.proxies[p]; pp != nil {
+			pid = pp.cmd.Process.Pid
+		}
+		fmt.Printf("%s (pid %d): ssh %s\n", p, pid, strings.Join(b.sshArgs(p, ""), " "))
+	}
+	fmt.Printf("upload source: %s; gateway admin socket: %s; ^C ends\n", b.src, b.gw().admin)
+	<-ctx.Done()
+	return errHeld
+}
+
+// errHeld ends a --hold run.
+var errHeld = errors.New("held open until interrupted; nothing measured")
+
+// waitForLoad waits, up to max, for the 1-minute load average to fall
+// below limit: a measurement taken while other work runs on the machine
+// measures that work. It records what it saw either way.
+func waitForLoad(ctx context.Context, limit float64, max time.Duration) *loadWait {
+	w := &loadWait{Limit: limit, MaxSeconds: max.Seconds(), Start: loadNow()}
+	start := time.Now()
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		l := loadNow()
+		if l.L1 < limit {
+			w.Reached = true
+			break
+		}
+		if time.Since(start) >= max {
+			break
+		}
+		log.Printf("waiting for the 1-minute load (%.2f) to fall below %.2f (%.0f s of %.0f s)", l.L1, limit, time.Since(start).Seconds(), max.Seconds())
+		select {
+		case <-ctx.Done():
+			return w
+		case <-t.C:
+		}
+	}
+	w.Seconds = time.Since(start).Seconds()
+	w.End = loadNow()
+	if !w.Reached {
+		log.Printf("the load stayed at %.2f or more for %.0f s: measuring anyway (recorded)", limit, w.Seconds)
+	}
+	return w
 }
 
 func setup(ctx context.Context, o options) (*bench, func(), error) {
@@ -159,6 +239,16 @@ func setup(ctx context.Context, o options) (*bench, func(), error) {
 	if _, err := exec.LookPath("socat"); err != nil {
 		return nil, cleanup, fmt.Errorf("socat missing (make deps installs it): %w", err)
 	}
+	if o.pinned {
+		if err := checkPinnable(); err != nil {
+			return nil, cleanup, err
+		}
+		// The bench's own work (its Go clients, the bookkeeping) is on the
+		// client's side.
+		if err := pinPID(os.Getpid(), cpuClient); err != nil {
+			return nil, cleanup, err
+		}
+	}
 	dir, err := os.MkdirTemp("", "relaybench-")
 	if err != nil {
 		return nil, cleanup, err
@@ -168,7 +258,7 @@ func setup(ctx context.Context, o options) (*bench, func(), error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, cleanup, err
 	}
-	b := &bench{o: o, dir: dir}
+	b := &bench{o: o, dir: dir, proxies: map[string]*proxyProc{}}
 	if b.keys, err = harness.Keys(filepath.Join(dir, "keys")); err != nil {
 		return nil, cleanup, err
 	}
@@ -184,17 +274,16 @@ func setup(ctx context.Context, o options) (*bench, func(), error) {
 		return nil, cleanup, err
 	}
 	undo = append(undo, func() { b.node.Stop() }, unmountCgroup)
-	for _, g := range []struct {
-		into **cpuGroup
-		name string
-	}{{&b.sshdCPU, "sshd"}, {&b.socatCPU, "socat"}} {
-		cg, err := newCPUGroup(g.name)
-		if err != nil {
+	if o.pinned {
+		// Sessions forked later inherit the listener's CPU.
+		if err := pinPID(b.node.PID(), cpuClient); err != nil {
 			return nil, cleanup, err
 		}
-		*g.into = cg
-		undo = append(undo, cg.remove)
 	}
+	if b.sshdCPU, err = newCPUGroup("sshd"); err != nil {
+		return nil, cleanup, err
+	}
+	undo = append(undo, b.sshdCPU.remove)
 	if err := b.sshdCPU.add(b.node.PID()); err != nil {
 		return nil, cleanup, err
 	}
@@ -205,11 +294,9 @@ func setup(ctx context.Context, o options) (*bench, func(), error) {
 	if err := harness.WriteUsersFile(usersFile, b.user); err != nil {
 		return nil, cleanup, err
 	}
-	gw, err := b.startGateway(ctx, "gw", bin, usersFile, nil, &undo)
-	if err != nil {
+	if b.proxies[pathFrontdoor], err = b.startGateway(ctx, "gw", bin, usersFile, nil, &undo); err != nil {
 		return nil, cleanup, err
 	}
-	b.gw, b.gwAddr, b.adminSock, b.gwCPU = gw.cmd, gw.addr, gw.admin, gw.cpu
 	if o.baselineBin != "" {
 		bbin, err := filepath.Abs(o.baselineBin)
 		if err != nil {
@@ -219,35 +306,23 @@ func setup(ctx context.Context, o options) (*bench, func(), error) {
 		if o.baselineEnv != "" {
 			env = strings.Split(o.baselineEnv, ",")
 		}
-		if b.base, err = b.startGateway(ctx, "gw-baseline", bbin, usersFile, env, &undo); err != nil {
+		if b.proxies[pathBaseline], err = b.startGateway(ctx, "gw-baseline", bbin, usersFile, env, &undo); err != nil {
 			return nil, cleanup, fmt.Errorf("baseline gateway: %w", err)
 		}
 	}
-
-	sport, err := harness.FreePort("127.0.0.1")
-	if err != nil {
+	if b.proxies[pathSocat], err = b.startSocat(ctx, &undo); err != nil {
 		return nil, cleanup, err
 	}
-	b.socatAddr = fmt.Sprintf("127.0.0.1:%d", sport)
-	b.socat = exec.Command("socat", fmt.Sprintf("TCP-LISTEN:%d,bind=127.0.0.1,fork,reuseaddr,backlog=1024", sport), "TCP:"+b.node.Addr())
-	b.socat.Stderr = os.Stderr
-	b.socat.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := b.socat.Start(); err != nil {
-		return nil, cleanup, err
-	}
-	undo = append(undo, func() { b.socat.Process.Kill(); b.socat.Wait() })
-	if err := b.socatCPU.add(b.socat.Process.Pid); err != nil {
-		return nil, cleanup, err
-	}
-	if err := waitListening(ctx, b.socatAddr); err != nil {
-		return nil, cleanup, fmt.Errorf("socat did not start: %w", err)
+	if o.peer {
+		if b.proxies[pathPeer], err = b.startPeer(ctx, &undo); err != nil {
+			return nil, cleanup, err
+		}
 	}
 
 	b.kh = filepath.Join(dir, "known_hosts")
-	lines := harness.KnownHostsLine(b.gwAddr, b.keys.HostPublicKey) + "\n" + b.node.KnownHostsLine() + "\n" +
-		harness.KnownHostsLine(b.socatAddr, b.node.HostKey()) + "\n"
-	if b.base != nil {
-		lines += harness.KnownHostsLine(b.base.addr, b.keys.HostPublicKey) + "\n"
+	lines := b.node.KnownHostsLine() + "\n"
+	for _, p := range b.proxies {
+		lines += harness.KnownHostsLine(p.addr, p.hostKey) + "\n"
 	}
 	if err := os.WriteFile(b.kh, []byte(lines), 0o644); err != nil {
 		return nil, cleanup, err
@@ -261,14 +336,55 @@ func setup(ctx context.Context, o options) (*bench, func(), error) {
 	return b, cleanup, nil
 }
 
-// startGateway runs bin as a gateway in front of the node, its CPU
-// accounted in its own cgroup.
-func (b *bench) startGateway(ctx context.Context, name, bin, usersFile string, env []string, undo *[]func()) (*gatewayProc, error) {
+// startSocat runs socat as a plain TCP forwarder to the node (a process
+// per connection, as socat's fork option does).
+func (b *bench) startSocat(ctx context.Context, undo *[]func()) (*proxyProc, error) {
 	port, err := harness.FreePort("127.0.0.1")
 	if err != nil {
 		return nil, err
 	}
-	g := &gatewayProc{addr: fmt.Sprintf("127.0.0.1:%d", port), admin: filepath.Join(b.dir, name, "admin.sock")}
+	p := &proxyProc{addr: fmt.Sprintf("127.0.0.1:%d", port), hostKey: b.node.HostKey()}
+	err = b.startProxy(ctx, pathSocat, p, nil, undo, "socat",
+		fmt.Sprintf("TCP-LISTEN:%d,bind=127.0.0.1,fork,reuseaddr,backlog=1024", port), "TCP:"+b.node.Addr())
+	return p, err
+}
+
+// startProxy runs a proxy's program (name, args, with env added) on the
+// proxy's CPU when pinned, its CPU time accounted in a cgroup of its own,
+// and waits until it listens on p.addr. undo gets what stops it.
+func (b *bench) startProxy(ctx context.Context, name string, p *proxyProc, env []string, undo *[]func(), prog string, args ...string) error {
+	var err error
+	if p.cpu, err = newCPUGroup(name); err != nil {
+		return err
+	}
+	*undo = append(*undo, p.cpu.remove)
+	p.cmd = b.command(context.Background(), cpuProxy, prog, args...)
+	p.cmd.Stderr = os.Stderr
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		return err
+	}
+	*undo = append(*undo, func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	if err := p.cpu.add(p.cmd.Process.Pid); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := waitListening(wctx, p.addr); err != nil {
+		return fmt.Errorf("%s did not start: %w", name, err)
+	}
+	return nil
+}
+
+// startGateway runs bin as a gateway in front of the node, its CPU
+// accounted in its own cgroup.
+func (b *bench) startGateway(ctx context.Context, name, bin, usersFile string, env []string, undo *[]func()) (*proxyProc, error) {
+	port, err := harness.FreePort("127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	g := &proxyProc{addr: fmt.Sprintf("127.0.0.1:%d", port), admin: filepath.Join(b.dir, name, "admin.sock"), hostKey: b.keys.HostPublicKey}
 	cfgPath, err := harness.WriteGatewayConfig(filepath.Join(b.dir, name), harness.GatewayConfig{
 		Listen: g.addr, AdminSocket: g.admin,
 		Edit: func(c *config.Config) {
@@ -284,25 +400,7 @@ func (b *bench) startGateway(ctx context.Context, name, bin, usersFile string, e
 	if err != nil {
 		return nil, err
 	}
-	if g.cpu, err = newCPUGroup(name); err != nil {
-		return nil, err
-	}
-	*undo = append(*undo, g.cpu.remove)
-	g.cmd = exec.Command(bin, "gateway", "--config", cfgPath)
-	g.cmd.Stderr = os.Stderr
-	g.cmd.Env = append(os.Environ(), env...)
-	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := g.cmd.Start(); err != nil {
-		return nil, err
-	}
-	*undo = append(*undo, func() { g.cmd.Process.Kill(); g.cmd.Wait() })
-	if err := g.cpu.add(g.cmd.Process.Pid); err != nil {
-		return nil, err
-	}
-	if err := waitListening(ctx, g.addr); err != nil {
-		return nil, fmt.Errorf("gateway %s did not start: %w", name, err)
-	}
-	return g, nil
+	return g, b.startProxy(ctx, name, g, env, undo, bin, "gateway", "--config", cfgPath)
 }
 
 func waitListening(ctx context.Context, addr string) error {
@@ -330,29 +428,31 @@ func waitNoChildren(ctx context.Context, pid int) error {
 	})
 }
 
-// cpuSample is the CPU seconds so far of the gateway, of sshd with every
-// session process it forked, and of socat with its per-connection children.
+// cpuSample is the CPU seconds so far of sshd with every session process
+// it forked, and of each proxy with its children.
 type cpuSample struct {
-	gw, base, sshd, socat float64
-	// Read and write syscalls so far of the gateway and the baseline
-	// (/proc/PID/io): a figure machine load does not inflate.
-	gwSys, baseSys [2]int64
+	sshd  float64
+	proxy map[string]float64
+	// Read and write syscalls so far of each Go proxy (/proc/PID/io): a
+	// figure machine load does not inflate. (socat forks per connection;
+	// its counts are not kept.)
+	sys map[string][2]int64
 }
 
 func (b *bench) cpuNow() (cpuSample, error) {
-	var s cpuSample
-	s.gwSys = syscallCounts(b.gw.Process.Pid)
-	if b.base != nil {
-		s.baseSys = syscallCounts(b.base.cmd.Process.Pid)
+	s := cpuSample{proxy: map[string]float64{}, sys: map[string][2]int64{}}
+	var errs []error
+	var err error
+	s.sshd, err = b.sshdCPU.seconds()
+	errs = append(errs, err)
+	for path, p := range b.proxies {
+		s.proxy[path], err = p.cpu.seconds()
+		errs = append(errs, err)
+		if path != pathSocat {
+			s.sys[path] = syscallCounts(p.cmd.Process.Pid)
+		}
 	}
-	var e [4]error
-	s.gw, e[0] = b.gwCPU.seconds()
-	s.sshd, e[1] = b.sshdCPU.seconds()
-	s.socat, e[2] = b.socatCPU.seconds()
-	if b.base != nil {
-		s.base, e[3] = b.base.cpu.seconds()
-	}
-	return s, errors.Join(e[:]...)
+	return s, errors.Join(errs...)
 }
 
 // syscallCounts is syscr and syscw from /proc/PID/io.
@@ -378,7 +478,7 @@ func syscallCounts(pid int) [2]int64 {
 // settle waits until the sessions of the last transfer have ended on the
 // node and in socat.
 func (b *bench) settle(ctx context.Context) error {
-	return errors.Join(waitNoChildren(ctx, b.node.PID()), waitNoChildren(ctx, b.socat.Process.Pid))
+	return errors.Join(waitNoChildren(ctx, b.node.PID()), waitNoChildren(ctx, b.proxies[pathSocat].cmd.Process.Pid))
 }
 
 func writeZeros(path string, mib int) error {

@@ -18,15 +18,21 @@ import (
 // `cat > /dev/null`; down: `head -c` of /dev/zero to the client's
 // /dev/null) and returns MiB/s and the client's CPU seconds.
 func (b *bench) transfer(ctx context.Context, args []string, up bool, sizeMiB int) (float64, float64, error) {
+	return b.transferPID(ctx, args, up, sizeMiB, nil)
+}
+
+// transferPID is transfer, sending the client's pid to pid (if not nil)
+// once it has started.
+func (b *bench) transferPID(ctx context.Context, args []string, up bool, sizeMiB int, pid chan<- int) (float64, float64, error) {
 	size := int64(sizeMiB) << 20
 	var cmd *exec.Cmd
 	if up {
-		cmd = exec.CommandContext(ctx, "ssh", append(args, "cat > /dev/null")...)
+		cmd = b.command(ctx, cpuClient, "ssh", append(args, "cat > /dev/null")...)
 		src := b.src
 		if sizeMiB != b.o.sizeMiB {
 			// Another size (profiling): an endless source, cut by the
 			// remote end.
-			cmd = exec.CommandContext(ctx, "ssh", append(args, fmt.Sprintf("head -c %d > /dev/null", size))...)
+			cmd = b.command(ctx, cpuClient, "ssh", append(args, fmt.Sprintf("head -c %d > /dev/null", size))...)
 			src = "/dev/zero"
 		}
 		f, err := os.Open(src)
@@ -36,7 +42,7 @@ func (b *bench) transfer(ctx context.Context, args []string, up bool, sizeMiB in
 		defer f.Close()
 		cmd.Stdin = f
 	} else {
-		cmd = exec.CommandContext(ctx, "ssh", append(args, fmt.Sprintf("head -c %d /dev/zero", size))...)
+		cmd = b.command(ctx, cpuClient, "ssh", append(args, fmt.Sprintf("head -c %d /dev/zero", size))...)
 	}
 	// Output to /dev/null: capturing it would measure this process.
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
@@ -47,7 +53,13 @@ func (b *bench) transfer(ctx context.Context, args []string, up bool, sizeMiB in
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = devnull, &stderr
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	if pid != nil {
+		pid <- cmd.Process.Pid
+	}
+	if err := cmd.Wait(); err != nil {
 		return 0, 0, fmt.Errorf("%w: %s", err, stderr.String())
 	}
 	el := time.Since(start).Seconds()
@@ -83,6 +95,7 @@ func (b *bench) transfers(ctx context.Context, r *result) error {
 					if err != nil {
 						return err
 					}
+					load := loadNow()
 					v, ccpu, err := b.transfer(ctx, b.sshArgs(p, c.flag), up, b.o.sizeMiB)
 					if err != nil {
 						return fmt.Errorf("%s %s %s: %w", p, c.name, dirName(up), err)
@@ -95,40 +108,49 @@ func (b *bench) transfers(ctx context.Context, r *result) error {
 						return err
 					}
 					row.MiBs = append(row.MiBs, v)
-					log.Printf("  %s %s %s: %.0f MiB/s, cpu gw %.2f baseline %.2f sshd %.2f socat %.2f client %.2f s", c.name, dirName(up), p, v,
-						after.gw-before.gw, after.base-before.base, after.sshd-before.sshd, after.socat-before.socat, ccpu)
+					row.Load1 = append(row.Load1, load.L1)
 					row.SSHDCPU += (after.sshd - before.sshd) / gib
 					row.ClientCPU += ccpu / gib
-					switch p {
-					case pathFrontdoor:
-						row.GatewayCPU += (after.gw - before.gw) / gib
-						row.GatewayCPURuns = append(row.GatewayCPURuns, (after.gw-before.gw)/gib)
-						row.GatewayReads += float64(after.gwSys[0]-before.gwSys[0]) / float64(b.o.sizeMiB)
-						row.GatewayWrites += float64(after.gwSys[1]-before.gwSys[1]) / float64(b.o.sizeMiB)
-					case pathSocat:
-						row.ForwarderCPU += (after.socat - before.socat) / gib
-					case pathBaseline:
-						row.GatewayCPU += (after.base - before.base) / gib
-						row.GatewayCPURuns = append(row.GatewayCPURuns, (after.base-before.base)/gib)
-						row.GatewayReads += float64(after.baseSys[0]-before.baseSys[0]) / float64(b.o.sizeMiB)
-						row.GatewayWrites += float64(after.baseSys[1]-before.baseSys[1]) / float64(b.o.sizeMiB)
+					pcpu := (after.proxy[p] - before.proxy[p]) / gib
+					if p != pathDirect {
+						row.ProxyCPU += pcpu
+						row.ProxyCPURuns = append(row.ProxyCPURuns, pcpu)
 					}
+					if sys, ok := after.sys[p]; ok {
+						row.ProxyReads += float64(sys[0]-before.sys[p][0]) / float64(b.o.sizeMiB)
+						row.ProxyWrites += float64(sys[1]-before.sys[p][1]) / float64(b.o.sizeMiB)
+					}
+					log.Printf("  %s %s %-18s %4.0f MiB/s, cpu: proxy %.2f sshd %.2f client %.2f s (load %.2f)", c.name, dirName(up), p, v,
+						pcpu*gib, after.sshd-before.sshd, ccpu, load.L1)
 				}
 			}
 			n := float64(b.o.reps)
+			for _, row := range rows {
+				row.Median = median(row.MiBs)
+			}
+			direct, socat, peer := rows[pathDirect], rows[pathSocat], rows[pathPeer]
 			for _, p := range paths {
 				row := rows[p]
-				row.Median = median(row.MiBs)
-				row.Ratio = row.Median / rows[pathDirect].Median
-				row.GatewayCPU /= n
-				row.GatewayCPUMedian = median(row.GatewayCPURuns)
+				row.Ratio = row.Median / direct.Median
+				row.RatioSocat = row.Median / socat.Median
+				row.ProxyCPU /= n
+				row.ProxyCPUMedian = median(row.ProxyCPURuns)
 				row.SSHDCPU /= n
 				row.ClientCPU /= n
-				row.ForwarderCPU /= n
-				row.GatewayReads /= n
-				row.GatewayWrites /= n
+				row.ProxyReads /= n
+				row.ProxyWrites /= n
+				if peer != nil {
+					row.RatioPeer = row.Median / peer.Median
+				}
+			}
+			for _, p := range paths {
+				row := rows[p]
+				if peer != nil && p != pathDirect && p != pathSocat {
+					row.CPURatioPeer = row.ProxyCPU / peer.ProxyCPU
+				}
 				r.Transfers = append(r.Transfers, *row)
-				log.Printf("%s %s %-9s %v MiB/s ×%.2f  gw %.2f sshd %.2f s/GiB, gw syscalls/MiB %.0f r %.0f w", c.name, dirName(up), p, fmtList(row.MiBs), row.Ratio, row.GatewayCPU, row.SSHDCPU, row.GatewayReads, row.GatewayWrites)
+				log.Printf("%s %s %-18s %v MiB/s ×%.2f direct ×%.2f socat, proxy %.2f sshd %.2f s/GiB, syscalls/MiB %.0f r %.0f w", c.name, dirName(up), p,
+					fmtList(row.MiBs), row.Ratio, row.RatioSocat, row.ProxyCPU, row.SSHDCPU, row.ProxyReads, row.ProxyWrites)
 			}
 		}
 	}

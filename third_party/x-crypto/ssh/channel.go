@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -22,6 +23,9 @@ const (
 	channelMaxPacket = 1 << 15
 	// We follow OpenSSH here.
 	channelWindowSize = 64 * channelMaxPacket
+	// windowAdjustStep is how much of the window is consumed before it
+	// is given back in one window adjustment (see adjustWindow).
+	windowAdjustStep = channelWindowSize / 4
 )
 
 // NewChannel represents an incoming request to a channel. It must either be
@@ -345,8 +349,9 @@ func (ch *channel) handleData(packet []byte) error {
 	ch.myWindow -= length
 	ch.windowMu.Unlock()
 
+	var woke bool
 	if extended == 1 {
-		ch.extPending.write(data)
+		woke = ch.extPending.deliver(data, true)
 	} else if extended > 0 {
 		// RFC 4254, Section 5.2 defines no extended data types other
 		// than stderr (type 1, handled above) and this package provides
@@ -361,7 +366,15 @@ func (ch *channel) handleData(packet []byte) error {
 			return err
 		}
 	} else {
-		ch.pending.write(data)
+		woke = ch.pending.deliver(data, true)
+	}
+	if woke {
+		// A reader was waiting: let it take the data now. Otherwise, with
+		// one P, it runs only once this loop blocks, after reading all
+		// the connection has buffered (up to the window), and a program
+		// passing the data on (a proxy) sends it in bursts, late, while
+		// the peer waits for a window adjustment it sends as it reads.
+		runtime.Gosched()
 	}
 	return nil
 }
@@ -372,7 +385,13 @@ func (c *channel) adjustWindow(adj uint32) error {
 	// exceed the initial window setting, we don't worry about overflow.
 	c.myConsumed += adj
 	var sendAdj uint32
-	if (channelWindowSize-c.myWindow > 3*channelMaxPacket) ||
+	// A quarter of the window at a time: the peer always has three
+	// quarters or more to send in while the reader keeps up, with a
+	// quarter of the messages (and of the peer's wake-ups to read them)
+	// that adjusting every three packets, as OpenSSH does, takes. A
+	// reader that falls behind half the window gives back what it reads
+	// at once, as before.
+	if (channelWindowSize-c.myWindow > windowAdjustStep) ||
 		(c.myWindow < channelWindowSize/2) {
 		sendAdj = c.myConsumed
 		c.myConsumed = 0
@@ -434,7 +453,7 @@ func (c *channel) ReadEither(data []byte) (n int, extended uint32, err error) {
 			break
 		}
 		err = nil
-		c.pending.Cond.Wait()
+		c.pending.wait()
 	}
 	l.Unlock()
 
@@ -447,6 +466,123 @@ func (c *channel) ReadEither(data []byte) (n int, extended uint32, err error) {
 		}
 	}
 	return n, extended, err
+}
+
+// ReadBuffers is ReadEither without the copy: it waits while neither
+// stream has data buffered, then appends to bufs the buffered data of one
+// stream (extended data first), in the memory it was received in, up to
+// max bytes or more (whole packets, at least one), and returns them;
+// extended is 0 for data and 1 for stderr. The window is adjusted for
+// what it returns, as Read does. The caller owns the returned memory
+// until it hands it to ReleaseBuffers (typically once it has written it
+// on), and must not touch it afterwards. It returns io.EOF once both
+// streams are closed and drained.
+func (c *channel) ReadBuffers(bufs [][]byte, max int) (out [][]byte, extended uint32, err error) {
+	l := c.pending.Cond.L
+	l.Lock()
+	var n int
+	for {
+		out, n, err = c.extPending.takeBuffers(bufs, max)
+		if n > 0 {
+			extended = 1
+			break
+		}
+		extEOF := err == io.EOF
+		out, n, err = c.pending.takeBuffers(bufs, max)
+		if n > 0 || (err == io.EOF && extEOF) {
+			break
+		}
+		err = nil
+		c.pending.wait()
+	}
+	l.Unlock()
+
+	if n > 0 {
+		err = c.adjustWindow(uint32(n))
+		// As in ReadExtended: io.EOF from the window adjustment waits
+		// until the buffers are drained.
+		if err == io.EOF {
+			err = nil
+		}
+	}
+	return out, extended, err
+}
+
+// ReleaseBuffers gives back the memory of buffers ReadBuffers returned:
+// the channel's next packets are read into it.
+func (c *channel) ReleaseBuffers(bufs [][]byte) {
+	for i, b := range bufs {
+		recycleData(b)
+		bufs[i] = nil
+	}
+}
+
+// WriteBuffers writes the concatenation of bufs to the given stream (0
+// for data, 1 for stderr), as WriteExtended writes one slice: in packets
+// as large as the peer accepts, each filled from as many of bufs as it
+// takes, so that buffers smaller than a packet (the data of smaller
+// packets received elsewhere) still go out in full packets.
+func (ch *channel) WriteBuffers(bufs [][]byte, extendedCode uint32) (n int, err error) {
+	if ch.sentEOF {
+		return 0, io.EOF
+	}
+	// 1 byte message type, 4 bytes remoteId, 4 bytes data length
+	opCode := byte(msgChannelData)
+	headerLength := uint32(9)
+	if extendedCode > 0 {
+		headerLength += 4
+		opCode = msgChannelExtendedData
+	}
+	left := 0
+	for _, b := range bufs {
+		left += len(b)
+	}
+	if left == 0 {
+		return 0, nil
+	}
+	cur := bufs[0]
+
+	ch.writeMu.Lock()
+	packet := ch.packetPool[extendedCode]
+	ch.writeMu.Unlock()
+
+	for left > 0 {
+		space := minPayloadSize(ch.maxRemotePayload, left)
+		if space, err = ch.remoteWin.reserve(space); err != nil {
+			return n, err
+		}
+		if want := headerLength + space; uint32(cap(packet)) < want {
+			packet = make([]byte, want)
+		} else {
+			packet = packet[:want]
+		}
+		packet[0] = opCode
+		binary.BigEndian.PutUint32(packet[1:], ch.remoteId)
+		if extendedCode > 0 {
+			binary.BigEndian.PutUint32(packet[5:], uint32(extendedCode))
+		}
+		binary.BigEndian.PutUint32(packet[headerLength-4:], space)
+		// cur is what is left of bufs[0]; bufs itself is the caller's.
+		for fill := packet[headerLength:]; len(fill) > 0; {
+			c := copy(fill, cur)
+			fill, cur = fill[c:], cur[c:]
+			if len(cur) == 0 && len(bufs) > 1 {
+				bufs = bufs[1:]
+				cur = bufs[0]
+			}
+		}
+		if err = ch.writePacket(packet); err != nil {
+			return n, err
+		}
+		n += int(space)
+		left -= int(space)
+	}
+
+	ch.writeMu.Lock()
+	ch.packetPool[extendedCode] = packet
+	ch.writeMu.Unlock()
+
+	return n, err
 }
 
 func (c *channel) close() {
@@ -567,7 +703,7 @@ func (m *mux) newChannel(chanType string, direction channelDirection, extraData 
 		remoteWin:        window{Cond: newCond()},
 		myWindow:         channelWindowSize,
 		pending:          pending,
-		extPending:       newBufferCond(pending.Cond),
+		extPending:       newBufferCond(pending.Cond, pending.waiting),
 		direction:        direction,
 		incomingRequests: make(chan *Request, chanSize),
 		msg:              make(chan interface{}, chanSize),

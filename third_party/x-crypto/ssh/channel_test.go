@@ -231,7 +231,7 @@ func TestDiscardedExtendedDataAfterClose(t *testing.T) {
 	}
 
 	// Deliver extended data packets with an unknown type code, enough to
-	// cross the adjustWindow send threshold of 3*channelMaxPacket.
+	// cross the adjustWindow send threshold of windowAdjustStep.
 	// The window adjust message cannot be sent after the close and
 	// adjustWindow fails with io.EOF: handleData must swallow that
 	// error, since any error it returns terminates the mux read loop
@@ -242,7 +242,7 @@ func TestDiscardedExtendedDataAfterClose(t *testing.T) {
 	binary.BigEndian.PutUint32(packet[1:], ch.localId)
 	binary.BigEndian.PutUint32(packet[5:], 2)
 	binary.BigEndian.PutUint32(packet[9:], packetLen)
-	for range 5 {
+	for range windowAdjustStep/packetLen + 1 {
 		if err := ch.handleData(packet); err != nil {
 			t.Fatalf("handleData after local close: %v", err)
 		}

@@ -385,13 +385,23 @@ func (c *gcmCipher) readCipherPacket(seqNum uint32, r io.Reader) ([]byte, error)
 	}
 
 	// Each packet is read into memory of its own, which the caller
-	// keeps (see ownedPackets): no copy of the plaintext after it.
-	buf := make([]byte, length+gcmTagSize)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, err
+	// keeps (see ownedPackets): no copy of the plaintext after it. When
+	// the connection's read buffer holds the whole packet, it is
+	// decrypted from there into that memory; else read into it and
+	// decrypted in place.
+	n := int(length + gcmTagSize)
+	buf := packetBuffer(n)
+	var plain []byte
+	var err error
+	if src, pr := peekPacket(r, n); src != nil {
+		plain, err = c.aead.Open(buf[:0], c.iv, src, c.prefix[:])
+		pr.discard(n)
+	} else {
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, err
+		}
+		plain, err = c.aead.Open(buf[:0], c.iv, buf, c.prefix[:])
 	}
-
-	plain, err := c.aead.Open(buf[:0], c.iv, buf, c.prefix[:])
 	if err != nil {
 		return nil, err
 	}
@@ -793,24 +803,42 @@ func (c *chacha20Poly1305Cipher) readCipherPacket(seqNum uint32, r io.Reader) ([
 
 	contentEnd := 4 + length
 	packetEnd := contentEnd + poly1305.TagSize
-	// Each packet is read into memory of its own, which the caller
-	// keeps (see ownedPackets): no copy of the plaintext after it.
-	buf := make([]byte, packetEnd)
-	copy(buf, encryptedLength)
+	var plain []byte
+	if src, pr := peekPacket(r, int(length+poly1305.TagSize)); src != nil {
+		// The whole packet is in the connection's read buffer: checked
+		// there, and decrypted from there into memory of its own, which
+		// the caller keeps (see ownedPackets).
+		mac := poly1305.New(&polyKey)
+		mac.Write(encryptedLength)
+		mac.Write(src[:length])
+		if !mac.Verify(src[length:]) {
+			return nil, errors.New("ssh: MAC failure")
+		}
+		// Room for the tag xorContent writes after the content.
+		buf := packetBuffer(int(length + poly1305.TagSize))
+		plain = buf[:length]
+		c.xorContent(plain, src[:length], nonce, s)
+		pr.discard(int(length + poly1305.TagSize))
+	} else {
+		// Each packet is read into memory of its own, which the caller
+		// keeps (see ownedPackets): no copy of the plaintext after it.
+		buf := packetBuffer(int(packetEnd))
+		copy(buf, encryptedLength)
 
-	if _, err := io.ReadFull(r, buf[4:packetEnd]); err != nil {
-		return nil, err
+		if _, err := io.ReadFull(r, buf[4:packetEnd]); err != nil {
+			return nil, err
+		}
+
+		var mac [poly1305.TagSize]byte
+		copy(mac[:], buf[contentEnd:packetEnd])
+		if !poly1305.Verify(&mac, buf[:contentEnd], &polyKey) {
+			return nil, errors.New("ssh: MAC failure")
+		}
+
+		// The MAC, checked and no longer needed, makes room for xorContent.
+		plain = buf[4:contentEnd]
+		c.xorContent(plain, plain, nonce, s)
 	}
-
-	var mac [poly1305.TagSize]byte
-	copy(mac[:], buf[contentEnd:packetEnd])
-	if !poly1305.Verify(&mac, buf[:contentEnd], &polyKey) {
-		return nil, errors.New("ssh: MAC failure")
-	}
-
-	// The MAC, checked and no longer needed, makes room for xorContent.
-	plain := buf[4:contentEnd]
-	c.xorContent(plain, plain, nonce, s)
 
 	if len(plain) == 0 {
 		return nil, errors.New("ssh: empty packet")

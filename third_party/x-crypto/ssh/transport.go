@@ -161,7 +161,7 @@ func (t *transport) readPacket() (p []byte, err error) {
 const (
 	idleReadSize   = 128
 	smallReadSize  = 4 << 10
-	streamReadSize = 64 << 10
+	streamReadSize = 128 << 10
 )
 
 var (
@@ -233,6 +233,46 @@ func (in packetInput) Read(p []byte) (int, error) {
 	return t.bufReader.Read(p)
 }
 
+// packetPeeker is a packet source that can show what it has buffered:
+// the transport's packetInput.
+type packetPeeker interface {
+	// peek returns the next n bytes without consuming them, in memory
+	// valid until the next read, or nil when its buffer cannot hold n
+	// bytes or they do not arrive.
+	peek(n int) []byte
+	// discard consumes n bytes peek returned.
+	discard(n int)
+}
+
+// peekPacket returns the next n bytes of r in r's read buffer, or nil
+// when r cannot show them: a cipher then decrypts the packet from there,
+// without copying it out first.
+func peekPacket(r io.Reader, n int) ([]byte, packetPeeker) {
+	pr, ok := r.(packetPeeker)
+	if !ok {
+		return nil, nil
+	}
+	return pr.peek(n), pr
+}
+
+func (in packetInput) peek(n int) []byte {
+	r := in.t.bufReader
+	if r == nil || n > r.Size() {
+		return nil
+	}
+	b, err := r.Peek(n)
+	if err != nil {
+		// What arrived stays buffered for the Read that reports the
+		// error.
+		return nil
+	}
+	return b
+}
+
+func (in packetInput) discard(n int) {
+	in.t.bufReader.Discard(n)
+}
+
 func (s *connectionState) readPacket(r io.Reader, strictMode bool) ([]byte, error) {
 	packet, err := s.packetCipher.readCipherPacket(s.seqNum, r)
 	s.seqNum++
@@ -272,7 +312,7 @@ func (s *connectionState) readPacket(r io.Reader, strictMode bool) ([]byte, erro
 	if _, owned := s.packetCipher.(ownedPacketCipher); owned {
 		return packet, err
 	}
-	fresh := make([]byte, len(packet))
+	fresh := packetBuffer(len(packet))
 	copy(fresh, packet)
 
 	return fresh, err
