@@ -150,6 +150,7 @@ func New(o Options) *Server {
 		s.statusRoutes(ss)
 	}
 	s.lifecycleRoutes()
+	s.mfaRoutes()
 	if o.Pprof {
 		// Profiling, for measuring the relay under real load.
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)

@@ -244,7 +244,7 @@ func checkKey(key string) error {
 	}
 	var parts []string
 	switch kind {
-	case kindHealth, kindAffinity, kindDrain, kindBan:
+	case kindHealth, kindAffinity, kindDrain, kindBan, kindMFA:
 		parts = []string{rest}
 	case kindRouted:
 		parts = strings.SplitN(rest, "/", 2)

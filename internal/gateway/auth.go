@@ -158,7 +158,7 @@ func (c *conn) authVerifiedKey(meta ssh.ConnMetadata, key ssh.PublicKey, perms *
 		c.auditAuth(a, "fail", "internal: identity changed between query and signature")
 		return nil, errAuth
 	}
-	return c.login(a)
+	return c.secondFactor(a, login.Factor{KeyFP: ssh.FingerprintSHA256(key), SKTouched: skTouched(key, perms)})
 }
 
 func (c *conn) authPassword(meta ssh.ConnMetadata, pw []byte) (*ssh.Permissions, error) {
@@ -217,7 +217,7 @@ func (c *conn) passwordLogin(typed, pw, method string) (*ssh.Permissions, error)
 		return nil, errAuth
 	}
 	a.ident = id
-	return c.login(a)
+	return c.secondFactor(a, login.Factor{})
 }
 
 // refuseAfterFatal ends a connection that keeps trying after a proven user
@@ -262,7 +262,8 @@ func (c *conn) serverConfig() *ssh.ServerConfig {
 		ServerVersion:               ServerVersion,
 		// The key exchange is done: from here the client has auth_timeout
 		// (counted from accept) to prove who it is.
-		PreAuthConnCallback: func(ssh.ServerPreAuthConn) {
+		PreAuthConnCallback: func(p ssh.ServerPreAuthConn) {
+			c.preauth = p
 			c.nc.SetDeadline(c.acceptedAt().Add(gc.AuthTimeout))
 		},
 	}

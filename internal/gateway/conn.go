@@ -52,6 +52,11 @@ type server interface {
 	nodeFailed(n node.Node, user string, err error)
 	// record writes an audit event.
 	record(audit.Event)
+	// mfaUnlocked, mfaUnlock and mfaGate are the second factor's
+	// (mfa.go): the shared unlocks, and the throttle its answers pass.
+	mfaUnlocked(account, fp string) (login.Unlock, bool)
+	mfaUnlock(account, fp string, u login.Unlock) error
+	mfaGate(ctx context.Context, srcKey, account string, verify func(context.Context) (bool, error)) (reason string, err error)
 }
 
 // lookup is a cached directory answer for one typed name.
@@ -88,6 +93,8 @@ type conn struct {
 	fatal error
 	// lastUser is the user name of the latest request (auth.go, rule 3).
 	lastUser string
+	// preauth sends banners during authentication (mfa.go).
+	preauth ssh.ServerPreAuthConn
 }
 
 // ServerVersion is what the gateway announces to clients.
