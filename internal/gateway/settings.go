@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"time"
 
@@ -78,13 +77,13 @@ func loadUserCA(ctx context.Context, cfg *config.Config) (*ca.CA, error) {
 	if k := cfg.Gateway.UserCAKMS; k != nil {
 		kk, err := kms.Open(ctx, *k, kms.Options{})
 		if err != nil {
-			return nil, fmt.Errorf("gateway user CA: %w", err)
+			return nil, cfg.Errorf("gateway.user_ca_kms", "%v", err)
 		}
 		key = kk
 	} else {
 		s, err := ca.LoadSigner(cfg.Gateway.UserCAKey)
 		if err != nil {
-			return nil, fmt.Errorf("gateway user CA: %w", err)
+			return nil, cfg.Errorf("gateway.user_ca_key", "%v", err)
 		}
 		key = ca.Local(s)
 	}
