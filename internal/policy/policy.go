@@ -77,9 +77,9 @@ type Rule struct {
 	Slurm *Slurm `yaml:"slurm"`
 	// MFA asks the rule's users for a second factor (through the mfa
 	// section's RADIUS servers) after their key or password: "required",
-	// "optional" (asked, but a client that cannot answer, or RADIUS
-	// being unreachable, lets the login go on; a wrong answer still
-	// refuses it) or "off" (the default). See docs/mfa.md.
+	// "optional" (asked the same way, but while no RADIUS server answers
+	// the login goes on without: a mode for rolling MFA out; a wrong
+	// answer still refuses it) or "off" (the default). See docs/mfa.md.
 	MFA string `yaml:"mfa"`
 	// MFAWindow is how long a second factor unlocks the key it was given
 	// with (0: 12h). A password login is never unlocked by an earlier one.
