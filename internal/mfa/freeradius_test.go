@@ -18,7 +18,7 @@ import (
 // configuration as the local stack's), codes from the real oathtool.
 
 // radiusAddr is this package's fixed FreeRADIUS address.
-const radiusAddr = "127.0.9.1:1812"
+const radiusAddr = "127.0.9.1:18812"
 
 var (
 	srv        *harness.RADIUS

@@ -3,7 +3,7 @@
 // login node, and a real FreeRADIUS checking TOTP codes computed by the
 // real oathtool.
 //
-// Addresses: 127.0.9.2 (FreeRADIUS :1812), 127.0.9.21 (the node),
+// Addresses: 127.0.9.2 (FreeRADIUS :18812), 127.0.9.21 (the node),
 // 127.0.9.31 and .32 (the gateways and their gossip) are this package's.
 package mfae2e_test
 
@@ -28,7 +28,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 )
 
-const radiusAddr = "127.0.9.2:1812"
+const radiusAddr = "127.0.9.2:18812"
 
 // Users: each test its own, so that unlocks and throttle counts of one
 // test do not leak into another. "staff" users must answer a second

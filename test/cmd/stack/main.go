@@ -53,6 +53,8 @@ type Stack struct {
 	// `ssh-keygen -k -u -f REVOKED_KEYS GATEWAY.user_ca_pub`.
 	TrustedUserCAKeys string `json:"trusted_user_ca_keys"`
 	RevokedKeys       string `json:"revoked_keys"`
+	// MFA is the stack's second factor (mfa.go).
+	MFA *MFAInfo `json:"mfa,omitempty"`
 }
 
 type GatewayInfo struct {
@@ -104,6 +106,9 @@ type UserInfo struct {
 	Password   string   `json:"password"`
 	PrivateKey string   `json:"private_key"`
 	Groups     []string `json:"groups"`
+	// TOTPSecret is the user's TOTP secret, base32: `oathtool --totp -b
+	// SECRET` prints the current code (asked of users of the mfa rule).
+	TOTPSecret string `json:"totp_secret,omitempty"`
 }
 
 type DirectoryInfo struct {
@@ -136,6 +141,7 @@ var stackUsers = []struct {
 	{"carol", []string{"nlp-lab", "vision-lab"}},
 	{"dave", []string{"students"}},
 	{"erin", []string{"hpc-admins"}},
+	{"frank", []string{mfaRule}},
 }
 
 // The stack's policy, one user per rule: admins everywhere without Slurm
@@ -156,6 +162,7 @@ var stackRules = []policy.Rule{
 	{Name: "students", Groups: []string{"students"}, Pools: []string{"general"},
 		Forwarding: []string{policy.FwdLocal, policy.FwdStreamLocal}, MaxSessions: 10, IdleTimeout: 2 * time.Hour,
 		Slurm: &policy.Slurm{Account: "students", Partitions: []string{slurmh.PartitionGeneral}, SetJobDefaults: true}},
+	{Name: mfaRule, Groups: []string{mfaRule}, Pools: []string{"general"}, MFA: policy.MFARequired, MFAWindow: 12 * time.Hour, MFASKCounts: true},
 }
 
 func main() {
@@ -267,6 +274,11 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 		users = append(users, u)
 		out.Users = append(out.Users, UserInfo{Name: su.name, Password: pw, PrivateKey: u.KeyPath, Groups: su.groups})
 	}
+	mfaSection, mfaInfo, err := startMFA(startCtx, s, dir, out.Users)
+	if err != nil {
+		return err
+	}
+	out.MFA = mfaInfo
 	usersFile := filepath.Join(dir, "users.yaml")
 	if err := harness.WriteUsersFile(usersFile, users...); err != nil {
 		return err
@@ -395,6 +407,7 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 			"gateway_port": poolPorts[i-1], "gateway_join": others(poolAddrs, i-1),
 			"gateway_keys": []string{gatewayKey},
 		}}
+		patch["mfa"] = mfaSection(sshAddr)
 		if adSection != nil {
 			patch["directory"] = map[string]any{"kind": "ad", "ad": adSection}
 		}
@@ -714,6 +727,12 @@ Slurm (accounts %s, partitions %s; every user above is a Unix user here):
   %s runuser -u alice -- sbatch --chdir=/tmp --gres=gpu:1 --wrap='sleep 60'
   bin/frontdoor slurm plan --config %s
 `, strings.Join(sl.Accounts, ","), strings.Join(sl.Partitions, ","), sl.Env, sl.Env, sl.Env, gw.Config)
+	}
+	if m := st.MFA; m != nil {
+		fmt.Printf(`
+Second factor (rule %s: %s; FreeRADIUS at %s checks TOTP codes):
+  ssh -t ... -p %s %s@%s    # answer with: oathtool --totp -b "$(jq -r '.users[] | select(.name=="%s") | .totp_secret' stack.json)"
+`, m.Rule, strings.Join(m.Users, ","), m.RADIUS, port, strings.Join(m.Users[:1], ""), host, strings.Join(m.Users[:1], ""))
 	}
 	fmt.Println("Ctrl-C stops everything.")
 }
