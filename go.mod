@@ -23,6 +23,7 @@ require (
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
+	layeh.com/radius v0.0.0-20231213012653-1006025d24f8
 )
 
 require (
@@ -63,7 +64,6 @@ require (
 	go.shabbyrobe.org/gocovmerge v0.0.0-20230507111327-fa4f82cfbf4d // indirect
 	golang.org/x/tools v0.52.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-	layeh.com/radius v0.0.0-20231213012653-1006025d24f8 // indirect
 )
 
 replace golang.org/x/crypto => ./third_party/x-crypto
