@@ -126,13 +126,7 @@ func runDrain(ctx context.Context, verb string, args []string, out io.Writer) er
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: %s", errUsage, usage)
 	}
-	// Who ran sudo is worth a note; the gateway records the peer's own
-	// identity (root, here) whatever this says.
-	note := *comment
-	if su := os.Getenv("SUDO_USER"); su != "" {
-		note = strings.TrimSpace(note + " (sudo by " + su + ")")
-	}
-	body, err := json.Marshal(map[string]string{"node": fs.Arg(0), "comment": note})
+	body, err := json.Marshal(map[string]string{"node": fs.Arg(0), "comment": sudoNote(*comment)})
 	if err != nil {
 		return err
 	}
@@ -265,4 +259,14 @@ func human(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// sudoNote is an admin command's comment with who ran sudo: worth a note
+// in the audit trail, though the gateway records the peer's own identity
+// (root, here) whatever this says.
+func sudoNote(comment string) string {
+	if su := os.Getenv("SUDO_USER"); su != "" {
+		return strings.TrimSpace(comment + " (sudo by " + su + ")")
+	}
+	return comment
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 )
 
 func init() {
@@ -26,11 +24,7 @@ func runMFA(ctx context.Context, args []string, out io.Writer) error {
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: %s", errUsage, usage)
 	}
-	note := *comment
-	if su := os.Getenv("SUDO_USER"); su != "" {
-		note = strings.TrimSpace(note + " (sudo by " + su + ")")
-	}
-	body, err := json.Marshal(map[string]string{"user": fs.Arg(0), "comment": note})
+	body, err := json.Marshal(map[string]string{"user": fs.Arg(0), "comment": sudoNote(*comment)})
 	if err != nil {
 		return err
 	}

@@ -121,17 +121,7 @@ func StartRADIUS(ctx context.Context, o RADIUSOptions) (*RADIUS, error) {
 
 // Stop ends the server and waits for it.
 func (r *RADIUS) Stop() {
-	r.once.Do(func() {
-		if r.cmd.Process != nil {
-			r.cmd.Process.Signal(syscall.SIGTERM)
-		}
-		select {
-		case <-r.done:
-		case <-time.After(10 * time.Second):
-			r.cmd.Process.Kill()
-			<-r.done
-		}
-	})
+	r.once.Do(func() { terminate(r.cmd.Process, r.done, 10*time.Second) })
 }
 
 // Running reports whether the server process is up.
@@ -289,3 +279,14 @@ server mfa {
 	}
 }
 `
+
+// terminate sends p SIGTERM, SIGKILL after grace, and waits until done.
+func terminate(p *os.Process, done <-chan struct{}, grace time.Duration) {
+	p.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(grace):
+		p.Kill()
+		<-done
+	}
+}
