@@ -1,6 +1,7 @@
 package login
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +45,18 @@ func TestSecondFactor(t *testing.T) {
 				t.Errorf("got ask=%v %q, want ask=%v %q", v.Ask, v.Reason, tc.ask, tc.reason)
 			}
 		})
+	}
+}
+
+func TestExplainShowsSecondFactor(t *testing.T) {
+	o := Outcome{Policy: policy.Decision{Rule: "staff", Pools: []string{"general"}, ForwardTo: []string{"node"},
+		MFA: policy.MFA{Mode: policy.MFARequired, Window: 8 * time.Hour, SKCounts: true}}}
+	got := o.Explain(Input{})
+	if !strings.Contains(got, "second factor required (a key stays unlocked 8h0m0s; a touched FIDO key counts)") {
+		t.Errorf("explain does not show the second factor:\n%s", got)
+	}
+	o.Policy.MFA = policy.MFA{}
+	if strings.Contains(o.Explain(Input{}), "second factor") {
+		t.Error("explain shows a second factor for a rule without one")
 	}
 }
