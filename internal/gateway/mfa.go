@@ -106,7 +106,19 @@ func mfaBanner(cfg mfa.Config, m policy.MFA, f login.Factor) string {
 	}
 	return fmt.Sprintf("frontdoor: %s needs a second factor; answer the prompt. A client that cannot "+
 		"(scp, rsync, BatchMode, VS Code) must be unlocked first: run `%s` once, then it works for %s.\r\n",
-		what, cfg.UnlockCommand, m.Window)
+		what, cfg.UnlockCommand, shortDuration(m.Window))
+}
+
+// shortDuration writes 12h rather than 12h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // mfaPrompt is rule 4 for the attempt a: the keyboard-interactive
