@@ -120,7 +120,7 @@ func setup(ctx context.Context, b string, stops *[]func()) (string, error) {
 	*stops = append(*stops, func() { node.Stop() })
 
 	gossipKey, gatewayKey := key32(), key32()
-	start := func(name, host string, join []string) (*harness.Gateway, error) {
+	start := func(name, host, peer string) (*harness.Gateway, error) {
 		return harness.StartGateway(context.Background(), harness.GatewayOptions{
 			Dir: filepath.Join(base, name),
 			Config: harness.GatewayConfig{
@@ -142,18 +142,20 @@ func setup(ctx context.Context, b string, stops *[]func()) (string, error) {
 					cl := cluster.DefaultConfig()
 					cl.Name, cl.BindAddr, cl.BindPort, cl.GatewayPort = name, host, 7946, 7947
 					cl.SecretKeys, cl.GatewayKeys, cl.Label = []string{gossipKey}, []string{gatewayKey}, "mfae2e"
-					cl.Join, cl.GatewayJoin = join, join
+					if peer != "" {
+						cl.Join, cl.GatewayJoin = []string{peer + ":7946"}, []string{peer + ":7947"}
+					}
 					cl.PushPullInterval, cl.GatewaySyncInterval, cl.RejoinInterval = 2*time.Second, 500*time.Millisecond, time.Second
 					c.Cluster = &cl
 				},
 			},
 		})
 	}
-	if gw1, err = start("gw1", "127.0.9.31", nil); err != nil {
+	if gw1, err = start("gw1", "127.0.9.31", ""); err != nil {
 		return "", err
 	}
 	*stops = append(*stops, func() { gw1.Close() })
-	if gw2, err = start("gw2", "127.0.9.32", []string{"127.0.9.31:7947"}); err != nil {
+	if gw2, err = start("gw2", "127.0.9.32", "127.0.9.31"); err != nil {
 		return "", err
 	}
 	*stops = append(*stops, func() { gw2.Close() })
