@@ -33,10 +33,11 @@ const radiusAddr = "127.0.9.2:18812"
 // Users: each test its own, so that unlocks and throttle counts of one
 // test do not leak into another. "staff" users must answer a second
 // factor (window 1h); "brief" users too, with a window of a few seconds;
-// "open" users never.
+// "open" users never; "fido" users not when their security key was touched.
 var userGroups = map[string]string{
 	"mfa-alice": "staff", "mfa-bob": "open", "mfa-carol": "staff", "mfa-dave": "staff",
 	"mfa-erin": "staff", "mfa-frank": "staff", "mfa-gina": "brief", "mfa-hank": "staff",
+	"mfa-ivan": "fido",
 }
 
 // briefWindow is the "brief" rule's mfa_window.
@@ -50,6 +51,7 @@ var (
 	users    = map[string]*harness.User{}
 	second   = map[string]*harness.User{} // a second key of the same account
 	totp     = map[string]string{}        // user → base32 TOTP secret
+	skKeys   = map[string]*softSK{}       // "fido" users' security keys
 )
 
 func TestMain(m *testing.M) {
@@ -104,7 +106,16 @@ func setup(ctx context.Context, b string, stops *[]func()) (string, error) {
 			return "", err
 		}
 		users[name], second[name] = u, u2
-		file.Users = append(file.Users, entry{Name: name, Groups: []string{group}, Keys: []string{u.AuthorizedKey(), u2.AuthorizedKey()}})
+		keys := []string{u.AuthorizedKey(), u2.AuthorizedKey()}
+		if group == "fido" {
+			sk, err := newSoftSK()
+			if err != nil {
+				return "", err
+			}
+			skKeys[name] = sk
+			keys = append(keys, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sk.PublicKey()))))
+		}
+		file.Users = append(file.Users, entry{Name: name, Groups: []string{group}, Keys: keys})
 	}
 	usersFile := filepath.Join(base, "users.yaml")
 	yb, _ := yaml.Marshal(&file)
@@ -130,6 +141,7 @@ func setup(ctx context.Context, b string, stops *[]func()) (string, error) {
 					{Name: "staff", Groups: []string{"staff"}, Pools: []string{"general"}, MFA: policy.MFARequired, MFAWindow: time.Hour},
 					{Name: "brief", Groups: []string{"brief"}, Pools: []string{"general"}, MFA: policy.MFARequired, MFAWindow: briefWindow},
 					{Name: "open", Groups: []string{"open"}, Pools: []string{"general"}},
+					{Name: "fido", Groups: []string{"fido"}, Pools: []string{"general"}, MFA: policy.MFARequired, MFASKCounts: true},
 				},
 				Edit: func(c *config.Config) {
 					m := mfa.DefaultConfig()
