@@ -61,7 +61,7 @@ func (k *softSK) Sign(_ io.Reader, data []byte) (*ssh.Signature, error) {
 	return &ssh.Signature{
 		Format: ssh.KeyAlgoSKED25519,
 		Blob:   ssh.Marshal(struct{ S []byte }{ed25519.Sign(k.priv, signed)}),
-		Rest:   ssh.Marshal(struct {
+		Rest: ssh.Marshal(struct {
 			Flags   byte
 			Counter uint32
 		}{flags, counter}),
