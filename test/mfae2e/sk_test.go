@@ -60,7 +60,7 @@ func (k *softSK) Sign(_ io.Reader, data []byte) (*ssh.Signature, error) {
 	}{app[:], flags, counter, msg[:]})
 	return &ssh.Signature{
 		Format: ssh.KeyAlgoSKED25519,
-		Blob:   ssh.Marshal(struct{ S []byte }{ed25519.Sign(k.priv, signed)}),
+		Blob:   ed25519.Sign(k.priv, signed), // raw, as the signature's string
 		Rest: ssh.Marshal(struct {
 			Flags   byte
 			Counter uint32
