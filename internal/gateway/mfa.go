@@ -55,6 +55,7 @@ type Unlocks interface {
 const (
 	msgMFAUnavailable = "the second-factor service cannot be reached right now; try again in a few minutes"
 	msgMFAWrong       = "frontdoor: that code was not accepted\r\n"
+	msgMFAThrottled   = "frontdoor: too many failed attempts; wait a minute and try again\r\n"
 )
 
 // secondFactor is rule 1: log a in now, or ask for the second factor
@@ -179,8 +180,9 @@ func (c *conn) mfaPrompt(a attempt, f login.Factor, pol policy.Decision) func(ss
 			c.auditMFA(a, audit.ResultError, err.Error())
 			return nil, c.fatalf(msgMFAUnavailable)
 		case err != nil:
+			// Throttled or banned: the code was not even asked about.
 			c.auditMFA(a, audit.ResultFail, reason)
-			return nil, c.bannerRefusal(msgMFAWrong)
+			return nil, c.bannerRefusal(msgMFAThrottled)
 		case reason != "":
 			c.auditMFA(a, audit.ResultFail, reason)
 			return nil, c.bannerRefusal(msgMFAWrong)
