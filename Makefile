@@ -28,11 +28,15 @@ STATE_DIR ?= $(CURDIR)/.stack
 # reconciler tests, Chromium for the status page test, and prometheus for its promtool (the
 # only Debian package that ships it; on a host with systemd it also starts a Prometheus
 # server: `systemctl disable --now prometheus` if you do not want one) to check
-# deploy/prometheus/. No winbind: login-node users stay in /etc/passwd (see docs/testing.md).
+# deploy/prometheus/. FreeRADIUS (its totp module) and oathtool for the second factor: the tests
+# and the stack run their own FreeRADIUS on loopback (on a host with systemd the package also
+# starts one on port 1812: `systemctl disable --now freeradius` if you do not want it).
+# No winbind: login-node users stay in /etc/passwd (see docs/testing.md).
 APT_PACKAGES := openssh-server openssh-client rsync socat samba samba-ad-provision samba-dsdb-modules samba-vfs-modules ldb-tools \
 	ca-certificates procps psmisc iproute2 curl nftables \
 	slurmctld slurmd slurmdbd slurm-client munge mariadb-server \
-	chromium fonts-dejavu-core prometheus
+	chromium fonts-dejavu-core prometheus \
+	freeradius oathtool
 
 .PHONY: deps build test run bench fuzz soak lint docs clean
 

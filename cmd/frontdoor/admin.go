@@ -258,3 +258,13 @@ func human(n int64) string {
 	}
 	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+// sudoNote is an admin command's comment with who ran sudo: worth a note
+// in the audit trail, though the gateway records the peer's own identity
+// (root, here) whatever this says.
+func sudoNote(comment string) string {
+	if su := os.Getenv("SUDO_USER"); su != "" {
+		return strings.TrimSpace(comment + " (sudo by " + su + ")")
+	}
+	return comment
+}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -96,13 +94,4 @@ func maintenanceTable(out io.Writer, ns []admin.NodeInfo, now time.Time) error {
 			max(n.Sessions, n.Here), cmpOr(n.DrainBy, "-"), cmpOr(n.DrainMessage, "-"))
 	}
 	return tw.Flush()
-}
-
-// sudoNote adds who ran sudo to a drain's comment: worth a note, while the
-// gateway records the peer's own identity (root, here) whatever this says.
-func sudoNote(note string) string {
-	if su := os.Getenv("SUDO_USER"); su != "" {
-		return strings.TrimSpace(note + " (sudo by " + su + ")")
-	}
-	return note
 }

@@ -154,6 +154,7 @@ func New(o Options) *Server {
 		s.lockRoutes(ls)
 	}
 	s.lifecycleRoutes()
+	s.mfaRoutes()
 	if o.Pprof {
 		// Profiling, for measuring the relay under real load.
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)

@@ -179,6 +179,9 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (_ *Gateway, err 
 	a.loop(bg, a.Router.Run)
 	deps := gateway.Deps{Logger: log, Directory: p.dir, Router: a.Router, NodeKeys: p.nodeKeys, Audit: a.Audit, Peers: peers{a},
 		Locks: clusterLocks{a}}
+	if a.cluster.Load() != nil {
+		deps.Unlocks = unlocks{a}
+	}
 	if a.SSH, err = gateway.NewPrepared(p.gw, deps); err != nil {
 		return nil, err
 	}

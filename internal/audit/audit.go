@@ -34,6 +34,7 @@ const (
 	TypeSessionEnd   = "session.end"
 	TypeBackend      = "backend" // a backend attempt failed (and another may follow)
 	TypeAdmin        = "admin"   // an admin changed cluster state (drain, undrain); User is the admin
+	TypeMFA          = "mfa"     // a second factor: asked (result challenge), answered, an unlock
 )
 
 // Results.
@@ -44,6 +45,8 @@ const (
 	// ResultError: the identity is proven, and the login could not be
 	// completed (no login node took it, no certificate could be made).
 	ResultError = "error"
+	// ResultChallenge: a second factor was asked for (TypeMFA).
+	ResultChallenge = "challenge"
 )
 
 // Event is the one audit record shape. Empty fields are omitted.

@@ -16,6 +16,7 @@ import (
 //	d/NODE              admin drain             shared
 //	b/KEY               failed-login ban        shared
 //	l/USER              account lock            shared (lock.go)
+//	m/USER              second-factor unlocks   shared (mfa.go)
 //
 // Who may write at all is decided before these rules (trust.go): health
 // must be signed by the node's host key, and everything else is gateway
@@ -51,6 +52,7 @@ const (
 	kindAffinity = "a"
 	kindDrain    = "d"
 	kindBan      = "b"
+	kindMFA      = "m"
 )
 
 // entry is one versioned key. Val is the JSON of the kind's value type.
@@ -347,6 +349,8 @@ func expired(e *entry, now time.Time, cfg Config) bool {
 	case kindBan:
 		v, ok := decode[banVal](e)
 		return !ok || now.After(v.Until)
+	case kindMFA:
+		return mfaExpired(e, now)
 	case kindDrain:
 		v, ok := decode[drainVal](e)
 		return !ok || (!v.Until.IsZero() && now.After(v.Until))

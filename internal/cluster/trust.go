@@ -252,7 +252,7 @@ func checkKey(key string) error {
 	}
 	var parts []string
 	switch kind {
-	case kindHealth, kindAffinity, kindDrain, kindBan, kindLock:
+	case kindHealth, kindAffinity, kindDrain, kindBan, kindLock, kindMFA:
 		parts = []string{rest}
 	case kindRouted:
 		parts = strings.SplitN(rest, "/", 2)

@@ -24,6 +24,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/cluster"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
 	"github.com/frontdoor-hpc/frontdoor/internal/discovery"
+	"github.com/frontdoor-hpc/frontdoor/internal/mfa"
 	"github.com/frontdoor-hpc/frontdoor/internal/names"
 	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
@@ -76,6 +77,10 @@ type Config struct {
 	Usage usage.Config `yaml:"usage"`
 	// Log is the process log.
 	Log Log `yaml:"log"`
+	// MFA is the RADIUS servers that check a second factor, for policy
+	// rules with mfa: required or optional. Without it no rule may ask
+	// for one.
+	MFA *mfa.Config `yaml:"mfa"`
 
 	// path and lines remember where things were written, for error messages.
 	path  string
@@ -214,6 +219,9 @@ func (c *Config) resolvePaths(dir string) {
 	abs(&c.Directory.AD.CAFile)
 	abs(&c.Directory.AD.BindPasswordFile)
 	abs(&c.Audit.File)
+	if c.MFA != nil {
+		abs(&c.MFA.SecretFile)
+	}
 	if c.Audit.S3 != nil {
 		abs(&c.Audit.S3.SpoolDir)
 	}
@@ -268,7 +276,14 @@ func (c *Config) validate() error {
 	if c.Slurm != nil && len(c.Slurm.Partitions) > 0 {
 		known.Partitions = c.Slurm.Partitions
 	}
+	known.MFA = c.MFA != nil
 	section(c.Policy.Validate(known))
+	if c.MFA != nil {
+		section(c.MFA.Validate())
+		if c.MFA.Timeout >= c.Gateway.LoginGraceTime {
+			add(c.Errorf("mfa.timeout", "%v is not shorter than gateway.login_grace_time (%v), which bounds the whole login", c.MFA.Timeout, c.Gateway.LoginGraceTime))
+		}
+	}
 	section(c.Throttle.Validate())
 	if c.Slurm != nil {
 		section(c.Slurm.Validate())

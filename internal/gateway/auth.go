@@ -201,7 +201,7 @@ func (c *conn) authVerifiedKey(meta ssh.ConnMetadata, key ssh.PublicKey, perms *
 		c.auditAuth(a, "fail", "internal: identity changed between query and signature")
 		return nil, errAuth
 	}
-	return c.login(a)
+	return c.secondFactor(a, login.Factor{KeyFP: ssh.FingerprintSHA256(key), SKTouched: skTouched(key, perms)})
 }
 
 func (c *conn) authPassword(meta ssh.ConnMetadata, pw []byte) (*ssh.Permissions, error) {
@@ -293,7 +293,7 @@ func (c *conn) passwordLogin(typed, pw, method string) (*ssh.Permissions, error)
 	}
 	if r.reason == "" && r.err == nil {
 		a.ident = r.id
-		return c.login(a)
+		return c.secondFactor(a, login.Factor{})
 	}
 	sleepUntil(c.ctx, deadline)
 	if l.answered() && l.err == nil {
@@ -348,7 +348,8 @@ func (c *conn) serverConfig() *ssh.ServerConfig {
 		ServerVersion:               ServerVersion,
 		// The key exchange is done: from here the client has auth_timeout
 		// (counted from accept) to prove who it is.
-		PreAuthConnCallback: func(ssh.ServerPreAuthConn) {
+		PreAuthConnCallback: func(p ssh.ServerPreAuthConn) {
+			c.preauth = p
 			c.nc.SetDeadline(c.acceptedAt().Add(gc.AuthTimeout))
 		},
 	}

@@ -58,6 +58,11 @@ type server interface {
 	// limited counts a stranger's request refused by a limit (a metric
 	// label: kex, lookup_rate, lookup_queue).
 	limited(reason string)
+	// mfaUnlocked, mfaUnlock and mfaGate are the second factor's
+	// (mfa.go): the shared unlocks, and the throttle its answers pass.
+	mfaUnlocked(account, fp string) (login.Unlock, bool)
+	mfaUnlock(account, fp string, u login.Unlock) error
+	mfaGate(ctx context.Context, srcKey, account string, verify func(context.Context) (bool, error)) (reason string, err error)
 }
 
 // lookup is the directory's answer for one typed name on one connection,
@@ -110,6 +115,8 @@ type conn struct {
 	fatal error
 	// lastUser is the user name of the latest request (auth.go, rule 3).
 	lastUser string
+	// preauth sends banners during authentication (mfa.go).
+	preauth ssh.ServerPreAuthConn
 }
 
 // ServerVersion is what the gateway announces to clients.

@@ -91,6 +91,9 @@ type Deps struct {
 	// is near or over its budget.
 	GPUUsage GPUUsage
 	Budget   func(account string) string
+	// Unlocks are the second-factor unlocks every gateway shares (the
+	// cluster); nil: this gateway's own, in memory.
+	Unlocks Unlocks
 }
 
 // Gateway is one frontdoor SSH server.
@@ -104,6 +107,7 @@ type Gateway struct {
 	audit    Auditor
 	metrics  *metrics
 	sessions *sessionTable
+	unlocks  Unlocks // second-factor unlocks (mfa.go)
 
 	// Limits on connections and on the work strangers cause. A reload
 	// gives new limits (reload.go); slots and pw are replaced whole, and a
@@ -169,6 +173,10 @@ func NewPrepared(p *Prepared, d Deps) (*Gateway, error) {
 		spec:      newSpecBudget(cfg.Backend.SpeculativeMax, cfg.Backend.SpeculativePerNode, cfg.Backend.SpeculativePerSource),
 		rnd:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		listeners: map[net.Listener]struct{}{},
+		unlocks:   d.Unlocks,
+	}
+	if g.unlocks == nil {
+		g.unlocks = newMemUnlocks()
 	}
 	var elsewhere func(string) int
 	var bans Bans

@@ -12,6 +12,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/internal/login"
+	"github.com/frontdoor-hpc/frontdoor/internal/mfa"
 	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
@@ -27,6 +28,7 @@ type settings struct {
 	nodeKeys   *node.HostKeys // login nodes' host keys, by name
 	principals login.Principals
 	exempt     []netip.Prefix // admission_exempt
+	mfa        *mfa.Client    // nil without an mfa section
 
 	dir    directory.Directory
 	usage  GPUUsage // nil: banners show no GPU use
@@ -44,7 +46,14 @@ func newSettings(cfg *config.Config, d Deps) (*settings, error) {
 	if err != nil {
 		return nil, err
 	}
+	var mc *mfa.Client
+	if cfg.MFA != nil {
+		if mc, err = mfa.New(*cfg.MFA); err != nil {
+			return nil, cfg.Errorf("mfa.secret_file", "%v", err)
+		}
+	}
 	return &settings{
+		mfa:        mc,
 		cfg:        cfg,
 		hostKeys:   hk,
 		ca:         userCA,

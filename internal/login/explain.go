@@ -30,6 +30,13 @@ func (o Outcome) Explain(in Input) string {
 			if o.Policy.IdleTimeout > 0 {
 				fmt.Fprintf(&b, ", idle timeout %v (warning %v before)", o.Policy.IdleTimeout, o.Policy.IdleWarning)
 			}
+			if m := o.Policy.MFA; m.Mode != "" && m.Mode != policy.MFAOff {
+				fmt.Fprintf(&b, ", second factor %s (a key stays unlocked %v", m.Mode, m.Window)
+				if m.SKCounts {
+					b.WriteString("; a touched FIDO key counts")
+				}
+				b.WriteString(")")
+			}
 			if sl := o.Policy.Slurm; sl != nil {
 				parts := strings.Join(sl.Partitions, ",")
 				if parts == "" {

@@ -75,6 +75,19 @@ type Rule struct {
 	// Slurm is what the rule's users get in Slurm. Absent: nothing
 	// (`frontdoor slurm` leaves them alone).
 	Slurm *Slurm `yaml:"slurm"`
+	// MFA asks the rule's users for a second factor (through the mfa
+	// section's RADIUS servers) after their key or password: "required",
+	// "optional" (asked the same way, but while no RADIUS server answers
+	// the login goes on without: a mode for rolling MFA out; a wrong
+	// answer still refuses it) or "off" (the default). See docs/mfa.md.
+	MFA string `yaml:"mfa"`
+	// MFAWindow is how long a second factor unlocks the key it was given
+	// with (0: 12h). A password login is never unlocked by an earlier one.
+	MFAWindow time.Duration `yaml:"mfa_window"`
+	// MFASKCounts lets a FIDO security key (sk-ssh-ed25519@openssh.com,
+	// sk-ecdsa-sha2-nistp256@openssh.com) whose signature proved a touch
+	// stand for the second factor by itself.
+	MFASKCounts bool `yaml:"mfa_sk_counts"`
 }
 
 // Slurm is a rule's grant in Slurm's terms. `frontdoor slurm apply` makes
@@ -172,6 +185,25 @@ type Decision struct {
 	QOS   []string
 	// Message is what to tell a refused user.
 	Message string
+	// MFA is the rule's second-factor requirement.
+	MFA MFA
+}
+
+// Second-factor modes of a rule.
+const (
+	MFAOff      = "off"
+	MFAOptional = "optional"
+	MFARequired = "required"
+)
+
+// DefaultMFAWindow is how long an unlock lasts when the rule says nothing.
+const DefaultMFAWindow = 12 * time.Hour
+
+// MFA is a rule's second-factor requirement, as decided.
+type MFA struct {
+	Mode     string        // MFAOptional, MFARequired, or "" (off)
+	Window   time.Duration // how long an unlock lasts
+	SKCounts bool          // a touched FIDO key is the second factor
 }
 
 // GPULimit is the per-user GPU limit as the environment states it: "4",
@@ -230,6 +262,7 @@ func (c Config) Evaluate(user string, groups []string) (Decision, error) {
 			MaxSessions: r.MaxSessions,
 			IdleTimeout: r.IdleTimeout,
 			IdleWarning: r.idleWarning(),
+			MFA:         r.mfa(),
 		}
 		if r.Slurm != nil {
 			sl := *r.Slurm
@@ -249,6 +282,18 @@ const (
 	ForwardToNode = "node"
 	ForwardToAny  = "any"
 )
+
+// mfa is the rule's requirement; the zero MFA (off) when it asks none.
+func (r Rule) mfa() MFA {
+	if r.MFA == "" || r.MFA == MFAOff {
+		return MFA{}
+	}
+	m := MFA{Mode: r.MFA, Window: r.MFAWindow, SKCounts: r.MFASKCounts}
+	if m.Window == 0 {
+		m.Window = DefaultMFAWindow
+	}
+	return m
+}
 
 func (r Rule) idleWarning() time.Duration {
 	switch {
@@ -314,6 +359,8 @@ func rightsOf(kinds []string) Rights {
 type Known struct {
 	Pools      []string
 	Partitions []string
+	// MFA says the configuration has an mfa section.
+	MFA bool
 }
 
 // Validate checks the section against what the rest of the configuration
@@ -372,6 +419,20 @@ func (c Config) Validate(known Known) error {
 		}
 		if r.IdleWarning < 0 || (r.IdleWarning > 0 && r.IdleWarning >= r.IdleTimeout) {
 			add(key+".idle_warning", "must be positive and shorter than idle_timeout")
+		}
+		switch r.MFA {
+		case "", MFAOff, MFAOptional, MFARequired:
+			if r.MFA != "" && r.MFA != MFAOff && !known.MFA {
+				add(key+".mfa", "needs the mfa section (the RADIUS servers that check the second factor)")
+			}
+		default:
+			add(key+".mfa", "unknown mode %q (want required, optional or off)", r.MFA)
+		}
+		if r.MFAWindow < 0 {
+			add(key+".mfa_window", "must not be negative")
+		}
+		if r.Deny && (r.MFA != "" || r.MFAWindow != 0 || r.MFASKCounts) {
+			add(key, "a deny rule asks for no second factor: remove mfa, mfa_window and mfa_sk_counts")
 		}
 		if r.Deny && (r.Slurm != nil || len(r.Pools) > 0) {
 			add(key, "a deny rule grants nothing: remove pools and slurm")

@@ -339,15 +339,7 @@ func (n *Node) Authorize(user, authorizedKey string) error {
 // Stop ends sshd with SIGTERM (SIGKILL after 5 s) and waits for it. Open
 // sessions are separate processes and end with their connections.
 func (n *Node) Stop() error {
-	n.stopOnce.Do(func() {
-		n.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-n.done:
-		case <-time.After(5 * time.Second):
-			n.cmd.Process.Kill()
-			<-n.done
-		}
-	})
+	n.stopOnce.Do(func() { terminate(n.cmd.Process, n.done, 5*time.Second) })
 	return nil
 }
 

@@ -26,6 +26,8 @@ type Info struct {
 	RevokedKeys       string `json:"revoked_keys"`
 	// AWS is the fake Cost Explorer and AWS Budgets (usage.go).
 	AWS *AWSInfo `json:"aws,omitempty"`
+	// MFA is the stack's second factor (mfa.go).
+	MFA *MFAInfo `json:"mfa,omitempty"`
 }
 
 type GatewayInfo struct {
@@ -77,6 +79,9 @@ type UserInfo struct {
 	Password   string   `json:"password"`
 	PrivateKey string   `json:"private_key"`
 	Groups     []string `json:"groups"`
+	// TOTPSecret is the user's TOTP secret, base32: `oathtool --totp -b
+	// SECRET` prints the current code (asked of users of the mfa rule).
+	TOTPSecret string `json:"totp_secret,omitempty"`
 }
 
 type DirectoryInfo struct {
@@ -123,13 +128,15 @@ var stackUsers = []struct {
 	{"carol", []string{"nlp-lab", "vision-lab"}},
 	{"dave", []string{"students"}},
 	{"erin", []string{"hpc-admins"}},
+	{"frank", []string{mfaRule}},
 }
 
 // Rules is the stack's policy, one user per rule: admins everywhere
 // without Slurm limits; an NLP lab with the GPU pool, 4 GPUs for the
 // account and 2 per person; a vision lab on the dedicated H100 partition,
 // jobs over a person's one GPU refused; students CPU-only, with job
-// defaults and an idle timeout. Slurm gets the same grants (`frontdoor
+// defaults and an idle timeout; staff who prove a second factor once a
+// day (mfa.go). Slurm gets the same grants (`frontdoor
 // slurm apply`).
 var Rules = []policy.Rule{
 	{Name: "admins", Groups: []string{"hpc-admins"}, Pools: []string{"general", "gpu"},
@@ -144,4 +151,5 @@ var Rules = []policy.Rule{
 	{Name: "students", Groups: []string{"students"}, Pools: []string{"general"},
 		Forwarding: []string{policy.FwdLocal, policy.FwdStreamLocal}, MaxSessions: 10, IdleTimeout: 2 * time.Hour,
 		Slurm: &policy.Slurm{Account: "students", Partitions: []string{slurmh.PartitionGeneral}, SetJobDefaults: true}},
+	{Name: mfaRule, Groups: []string{mfaRule}, Pools: []string{"general"}, MFA: policy.MFARequired, MFAWindow: 12 * time.Hour, MFASKCounts: true},
 }

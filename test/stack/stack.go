@@ -266,6 +266,11 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		users = append(users, u)
 		out.Users = append(out.Users, UserInfo{Name: su.name, Password: pw, PrivateKey: u.KeyPath, Groups: su.groups})
 	}
+	mfaSection, mfaInfo, err := startMFA(ctx, s, dir, out.Users)
+	if err != nil {
+		return nil, err
+	}
+	out.MFA = mfaInfo
 	usersFile := filepath.Join(dir, "users.yaml")
 	if err := harness.WriteUsersFile(usersFile, users...); err != nil {
 		return nil, err
@@ -411,6 +416,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			patch["slurm"] = maps.Clone(slurmSection)
 		}
 		patch["usage"] = usageSection(awsInfo, gdir)
+		patch["mfa"] = mfaSection(sshAddr)
 		auditFile := filepath.Join(gdir, "audit.jsonl")
 		if o.GatewayPatch != nil {
 			extra := o.GatewayPatch(name)

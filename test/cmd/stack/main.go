@@ -141,5 +141,21 @@ AWS Budgets (a fake at %s):
   env %s bin/frontdoor budgets plan --config %s
 `, st.AWS.Endpoint, st.AWS.Env, gw.Config)
 	}
+	if m := st.MFA; m != nil && len(m.Users) > 0 {
+		fmt.Printf(`
+Second factor (rule %s: %s; FreeRADIUS at %s checks TOTP codes):
+  ssh -t -i %s -p %s %s@%s    # answer with: oathtool --totp -b "$(jq -r '.users[] | select(.name=="%s") | .totp_secret' stack.json)"
+`, m.Rule, strings.Join(m.Users, ","), m.RADIUS, userKey(st, m.Users[0]), port, m.Users[0], host, m.Users[0])
+	}
 	fmt.Println("Ctrl-C stops everything.")
+}
+
+// userKey is the private key file of the stack user name.
+func userKey(st stack.Info, name string) string {
+	for _, u := range st.Users {
+		if u.Name == name {
+			return u.PrivateKey
+		}
+	}
+	return ""
 }
