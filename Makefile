@@ -86,6 +86,9 @@ lint:
 	$(GO) vet ./...
 	# Every fuzz target has seeds, so that make test runs it over something.
 	test/fuzz.sh --check-seeds
+	# The layering docs/ARCHITECTURE.md states (the SSH server's imports, the
+	# Slurm and usage commands without it).
+	test/layering.sh
 	# The module graph is tidy: a fresh `make deps` leaves go.mod and go.sum as they are.
 	$(GO) mod tidy -diff
 	# third_party/README.md: the vendored x/crypto and rawssh are upstream + patches, exactly;

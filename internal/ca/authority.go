@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/ca/kms"
 )
 
 // Authority is the key a CA signs certificates with.
@@ -28,3 +30,28 @@ type local struct{ s ssh.Signer }
 func (l local) PublicKey() ssh.PublicKey          { return l.s.PublicKey() }
 func (l local) Signer(context.Context) ssh.Signer { return l.s }
 func (l local) Kind() string                      { return "file" }
+
+// KeySource names where a CA key is: a key file, or a KMS key (set, it
+// wins).
+type KeySource struct {
+	File string
+	KMS  *kms.Config
+}
+
+// OpenAuthority opens the key src names: a KMS key's public key is read
+// here, once, within its timeout (ctx bounds it too); a key file is
+// loaded with LoadSigner.
+func OpenAuthority(ctx context.Context, src KeySource) (Authority, error) {
+	if src.KMS != nil {
+		k, err := kms.Open(ctx, *src.KMS, kms.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return k, nil
+	}
+	s, err := LoadSigner(src.File)
+	if err != nil {
+		return nil, err
+	}
+	return Local(s), nil
+}

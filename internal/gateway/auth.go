@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -304,17 +303,6 @@ func (c *conn) passwordLogin(typed, pw, method string) (*ssh.Permissions, error)
 	}
 	c.auditAuth(a, "fail", r.reason)
 	return nil, errAuth
-}
-
-// refuseAfterFatal ends a connection that keeps trying after a proven user
-// was refused: the banner with the reason has been delivered by now (the
-// client answered it with a new attempt), so closing loses nothing.
-func (c *conn) refuseAfterFatal() error {
-	if c.fatal == nil {
-		return nil
-	}
-	c.nc.Close()
-	return fmt.Errorf("%w: %w", errAuth, c.fatal)
 }
 
 func hasKey(keys []ssh.PublicKey, k ssh.PublicKey) bool {

@@ -285,3 +285,14 @@ func (c *conn) limitedSrc() string {
 	}
 	return c.srcK
 }
+
+// refuseAfterFatal ends a connection that keeps trying after a proven user
+// was refused: the banner with the reason has been delivered by now (the
+// client answered it with a new attempt), so closing loses nothing.
+func (c *conn) refuseAfterFatal() error {
+	if c.fatal == nil {
+		return nil
+	}
+	c.nc.Close()
+	return fmt.Errorf("%w: %w", errAuth, c.fatal)
+}

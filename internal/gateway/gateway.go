@@ -140,11 +140,16 @@ func New(cfg *config.Config, d Deps) (*Gateway, error) {
 	if d.Directory == nil || d.NodeKeys == nil {
 		return nil, errors.New("gateway: Directory and NodeKeys are required")
 	}
-	p, err := Prepare(cfg, d)
+	set, err := newSettings(cfg, d.configured())
 	if err != nil {
 		return nil, err
 	}
-	return NewPrepared(p, d)
+	return NewPrepared(&Prepared{set: set}, d)
+}
+
+// configured are the parts of d that follow the configuration.
+func (d Deps) configured() followed {
+	return followed{dir: d.Directory, nodeKeys: d.NodeKeys, usage: d.GPUUsage, budget: d.Budget}
 }
 
 // NewPrepared builds a gateway from a configuration Prepare loaded with
@@ -478,7 +483,7 @@ func (g *Gateway) decide(id directory.Identity, explicit, prefer string) (login.
 	in := login.Input{Ident: id, Explicit: explicit, Policy: cfg.Policy, Principals: set.principals, Route: cfg.Route,
 		View: g.router.View(id.Name), MaxAttempts: cfg.Backend.MaxAttempts, Prefer: prefer, Now: time.Now()}
 	in.View.UserSessions = g.sessions.userSessions(id.Name)
-	if r := g.lockRefusal(id.Name); r != nil {
+	if r := lockRefusal(g.locks, id.Name); r != nil {
 		return in, login.Outcome{Refusal: r}
 	}
 	g.rndMu.Lock()
@@ -521,3 +526,11 @@ func (g *Gateway) record(e audit.Event) {
 
 // Collectors are the gateway's metrics.
 func (g *Gateway) Collectors() []prometheus.Collector { return g.metrics.collectors }
+
+// UserCA is the public key of the user CA new logins are signed with (the
+// key login nodes must trust for this gateway) and where it lives ("file"
+// or "kms").
+func (g *Gateway) UserCA() (ssh.PublicKey, string) {
+	c := g.set.Load().ca
+	return c.PublicKey(), c.Kind()
+}

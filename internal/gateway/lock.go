@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/login"
@@ -43,12 +41,13 @@ type Locks interface {
 // EndSessions (on any gateway) goes on, besides gossip's delay.
 const lockCheckEvery = 250 * time.Millisecond
 
-// lockRefusal refuses a login of a locked account.
-func (g *Gateway) lockRefusal(user string) *login.Refusal {
-	if g.locks == nil {
+// lockRefusal refuses a login of an account locks has locked (nil: no
+// locks).
+func lockRefusal(locks Locks, user string) *login.Refusal {
+	if locks == nil {
 		return nil
 	}
-	l, ok := g.locks.Locked(user)
+	l, ok := locks.Locked(user)
 	if !ok {
 		return nil
 	}
@@ -65,50 +64,4 @@ func lockReason(l AccountLock) string {
 		s += fmt.Sprintf(" (until %s)", l.Until.UTC().Format(time.RFC3339))
 	}
 	return s
-}
-
-// EnforceLocks closes the live sessions of accounts locked with
-// EndSessions, until ctx ends: at once for a lock made on any gateway
-// (within lockCheckEvery of its arrival), and for a session that began
-// while the lock was on its way.
-func (g *Gateway) EnforceLocks(ctx context.Context) {
-	if g.locks == nil {
-		return
-	}
-	t := time.NewTicker(lockCheckEvery)
-	defer t.Stop()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	closing := map[string]bool{} // session IDs being closed
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		live := map[string]bool{}
-		for _, s := range g.sessions.all() {
-			live[s.ID] = true
-			if closing[s.ID] {
-				continue
-			}
-			l, ok := g.locks.Locked(s.User)
-			if !ok || !l.EndSessions {
-				continue
-			}
-			closing[s.ID] = true
-			g.log.Info("closing session: account locked", "session", s.ID, "user", s.User, "node", s.Node,
-				"src", s.Src, "reason", lockReason(l))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.relay.Close(login.LockedClosing(l.Message))
-			}()
-		}
-		for id := range closing {
-			if !live[id] {
-				delete(closing, id)
-			}
-		}
-	}
 }

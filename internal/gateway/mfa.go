@@ -317,31 +317,3 @@ func (u *memUnlocks) MFARevoke(account string) error {
 	delete(u.m, account)
 	return nil
 }
-
-// The server interface's second-factor part (conn.go).
-
-func (g *Gateway) mfaUnlocked(account, fp string) (login.Unlock, bool) {
-	return g.unlocks.MFAUnlocked(account, fp)
-}
-
-func (g *Gateway) mfaUnlock(account, fp string, u login.Unlock) error {
-	return g.unlocks.MFAUnlock(account, fp, u)
-}
-
-func (g *Gateway) mfaGate(ctx context.Context, srcKey, account string, verify func(context.Context) (bool, error)) (string, error) {
-	return g.pw.Load().mfaGate(ctx, srcKey, account, verify)
-}
-
-// MFARevoke ends every second-factor unlock of user's account (on every
-// gateway with a cluster): its next login is asked again. The name is
-// looked up, so any form of it (AD: HPC\alice) names the account; a name
-// the directory does not know is revoked as given.
-func (g *Gateway) MFARevoke(user string) error {
-	ctx, cancel := context.WithTimeout(g.closing, 10*time.Second)
-	defer cancel()
-	account := user
-	if id, err := g.set.Load().dir.Lookup(ctx, user); err == nil {
-		account = id.Name
-	}
-	return g.unlocks.MFARevoke(account)
-}

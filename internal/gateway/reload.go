@@ -1,8 +1,6 @@
 package gateway
 
-import (
-	"github.com/frontdoor-hpc/frontdoor/internal/config"
-)
+import "github.com/frontdoor-hpc/frontdoor/internal/config"
 
 // A new configuration for a running gateway, in two steps so that nothing
 // changes unless all of it can: Prepare loads and checks everything (the
@@ -12,16 +10,11 @@ import (
 // stays and takes the new limits: admission counts, the password
 // throttle's failures and bans, the session table.
 
-// Prepared is a configuration ready to apply.
-type Prepared struct {
-	set *settings
-}
-
 // Prepare loads what cfg names (validated by config.Load) with the parts
 // of d that follow the configuration (Directory, NodeKeys, GPUUsage,
 // Budget); the other fields of d are not used.
 func Prepare(cfg *config.Config, d Deps) (*Prepared, error) {
-	set, err := newSettings(cfg, d)
+	set, err := newSettings(cfg, d.configured())
 	if err != nil {
 		return nil, err
 	}
@@ -54,9 +47,6 @@ func (g *Gateway) Apply(p *Prepared) {
 		prev.ca.Close()
 	}
 }
-
-// Discard releases what p holds when it will not be applied.
-func (p *Prepared) Discard() { p.set.ca.Close() }
 
 // setLimits takes new admission limits; connections admitted stay
 // counted.

@@ -8,7 +8,6 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/ca"
-	"github.com/frontdoor-hpc/frontdoor/internal/ca/kms"
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/internal/login"
@@ -35,9 +34,17 @@ type settings struct {
 	budget func(account string) string
 }
 
+// followed are the parts of Deps that follow the configuration.
+type followed struct {
+	dir      directory.Directory
+	nodeKeys *node.HostKeys
+	usage    GPUUsage
+	budget   func(account string) string
+}
+
 // newSettings loads the files cfg names (host keys, the user CA) and takes
-// the parts of d that follow the configuration.
-func newSettings(cfg *config.Config, d Deps) (*settings, error) {
+// the parts of Deps that follow the configuration (d.Directory, ...).
+func newSettings(cfg *config.Config, d followed) (*settings, error) {
 	hk, err := ca.LoadHostSigners(cfg.Gateway.HostKeys, cfg.Gateway.HostCertificates)
 	if err != nil {
 		return nil, cfg.Errorf("gateway.host_keys", "%v", err)
@@ -57,14 +64,22 @@ func newSettings(cfg *config.Config, d Deps) (*settings, error) {
 		cfg:        cfg,
 		hostKeys:   hk,
 		ca:         userCA,
-		nodeKeys:   d.NodeKeys,
+		nodeKeys:   d.nodeKeys,
 		principals: login.Principals{MinUID: cfg.Backend.MinUID, Deny: cfg.Backend.DenyPrincipals},
 		exempt:     cfg.Gateway.AdmissionExemptPrefixes(),
-		dir:        d.Directory,
-		usage:      d.GPUUsage,
-		budget:     d.Budget,
+		dir:        d.dir,
+		usage:      d.usage,
+		budget:     d.budget,
 	}, nil
 }
+
+// Prepared is a configuration ready to apply.
+type Prepared struct {
+	set *settings
+}
+
+// Discard releases what p holds when it will not be applied.
+func (p *Prepared) Discard() { p.set.ca.Close() }
 
 // exemptSource reports whether the client source key srcK (an IPv4
 // address or an IPv6 /64, see SourceKey) lies in admission_exempt: one
@@ -93,30 +108,16 @@ func (s *settings) exemptSource(srcK string) bool {
 // backend.cert_source_address). It is the one place the user CA is
 // loaded: at start, and again on every reload.
 func loadUserCA(ctx context.Context, cfg *config.Config) (*ca.CA, error) {
-	var key ca.Authority
-	if k := cfg.Gateway.UserCAKMS; k != nil {
-		kk, err := kms.Open(ctx, *k, kms.Options{})
-		if err != nil {
-			return nil, cfg.Errorf("gateway.user_ca_kms", "%v", err)
+	key, err := ca.OpenAuthority(ctx, ca.KeySource{File: cfg.Gateway.UserCAKey, KMS: cfg.Gateway.UserCAKMS})
+	if err != nil {
+		at := "gateway.user_ca_key"
+		if cfg.Gateway.UserCAKMS != nil {
+			at = "gateway.user_ca_kms"
 		}
-		key = kk
-	} else {
-		s, err := ca.LoadSigner(cfg.Gateway.UserCAKey)
-		if err != nil {
-			return nil, cfg.Errorf("gateway.user_ca_key", "%v", err)
-		}
-		key = ca.Local(s)
+		return nil, cfg.Errorf(at, "%v", err)
 	}
 	return ca.New(key, ca.Options{Gateway: cfg.Gateway.Name, Validity: cfg.Backend.CertValidity,
 		SourceAddresses: cfg.Backend.CertSourceAddress}), nil
-}
-
-// UserCA is the public key of the user CA new logins are signed with (the
-// key login nodes must trust for this gateway) and where it lives ("file"
-// or "kms").
-func (g *Gateway) UserCA() (ssh.PublicKey, string) {
-	c := g.set.Load().ca
-	return c.PublicKey(), c.Kind()
 }
 
 // usageWait is how long a banner waits for GPU use: slurm.usage_timeout;
