@@ -31,6 +31,7 @@ func TestReconnectStorm(t *testing.T) {
 		// One source (127.0.0.1) for every client here: its own limits
 		// must not be what refuses them.
 		g.PerSourceMaxStartups, g.PerSourceBurst, g.PerSourceRate = 10*clients, 10*clients, 10*clients
+		g.PerSourceLookups, g.PerSourceLookupBurst, g.PerSourceLookupRate = g.MaxLookups, 10*clients, 10*clients
 	}}, 1.0, 1.0)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -600,7 +600,7 @@ func startAD(ctx context.Context, dir, addr string, users []*harness.User) (*sam
 			return fail(err)
 		}
 	}
-	for _, g := range []string{"students", "hpc-admins"} {
+	for _, g := range []string{"students", "hpc-admins", mfaRule} {
 		if err := IgnoreExists(dc.CreateGroup(ctx, g)); err != nil {
 			return fail(err)
 		}
