@@ -414,12 +414,3 @@ func (c *Cluster) ownerAlive(gw string) bool {
 	_, ok := c.legacy[gw]
 	return ok && c.cfg.SinglePoolCompat
 }
-
-// splitSessionKey splits "s/GATEWAY/NODE/USER".
-func splitSessionKey(k string) (gw, node, user string, ok bool) {
-	parts := strings.SplitN(k, "/", 4)
-	if len(parts) != 4 {
-		return "", "", "", false
-	}
-	return parts[1], parts[2], parts[3], true
-}

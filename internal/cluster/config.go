@@ -1,10 +1,12 @@
 package cluster
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -325,6 +327,22 @@ func (c Config) keys() ([][]byte, error) {
 	return decodeKeys("secret_keys", c.SecretKeys)
 }
 
+// decodeKeys decodes base64 AES keys for the key list named field.
+func decodeKeys(field string, list []string) ([][]byte, error) {
+	var out [][]byte
+	for i, s := range list {
+		k, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, fmt.Errorf("cluster.%s[%d]: %w", field, i, err)
+		}
+		if err := memberlist.ValidateKey(k); err != nil {
+			return nil, fmt.Errorf("cluster.%s[%d]: %w", field, i, err)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
 // memberlistConfig builds memberlist's configuration for one of the two
 // transports: name, port, label and keys come from the caller
 // (transport.go), the timings from c.
@@ -359,4 +377,23 @@ func (c Config) memberlistConfig(port int, label string, keys [][]byte) (*member
 		mc.GossipVerifyOutgoing = true
 	}
 	return mc, nil
+}
+
+// gatewayLabelSuffix separates the gateways' pool from the agent port even
+// without encryption (insecure labs), so a misdirected agent is refused
+// (transport.go).
+const gatewayLabelSuffix = "/gateways"
+
+// gatewaySeeds is GatewayJoin, or the hosts of Join at GatewayPort.
+func (c Config) gatewaySeeds() []string {
+	if len(c.GatewayJoin) > 0 || c.GatewayPort == 0 {
+		return c.GatewayJoin
+	}
+	var out []string
+	for _, j := range c.Join {
+		if host, _, err := net.SplitHostPort(j); err == nil {
+			out = append(out, net.JoinHostPort(host, strconv.Itoa(c.GatewayPort)))
+		}
+	}
+	return out
 }

@@ -2,10 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
-	"log/slog"
-	"maps"
 	"slices"
-	"strings"
 
 	"github.com/hashicorp/memberlist"
 )
@@ -14,18 +11,6 @@ import (
 // them from its packet and probe loops, sometimes with its own locks held,
 // so every method only takes c.mu briefly, never blocks, and never calls
 // back into memberlist while holding c.mu.
-
-// Direct message tags (the first byte of a user message).
-const (
-	// msgEntry carries one entry: a broadcast of the previous release's
-	// agents (they still send them).
-	msgEntry byte = 'E'
-	// msgBatch carries a JSON array of entries in clear: an agent's
-	// signed health.
-	msgBatch byte = 'B'
-	// msgSealed carries entries sealed with a gateway key (trust.go).
-	msgSealed byte = 'S'
-)
 
 // gatewayDelegate serves the gateways' pool: only gateways can put a
 // packet in it (its keys derive from gateway_keys), it carries gateway
@@ -40,13 +25,6 @@ var (
 // NodeMeta returns the meta computed once at Start, already fitted to the
 // limit (memberlist panics on more).
 func (d *gatewayDelegate) NodeMeta(limit int) []byte { return fitMeta(d.c.meta, limit) }
-
-func fitMeta(meta []byte, limit int) []byte {
-	if len(meta) > limit {
-		return nil
-	}
-	return meta
-}
 
 // NotifyMsg takes one direct message from another gateway. memberlist
 // reuses buf after we return, so it is copied before decoding.
@@ -324,38 +302,4 @@ func (c *Cluster) apply(in []entry, sealed bool) {
 	if changed {
 		c.notify()
 	}
-}
-
-// Node meta is "role" then "key=value" pairs, newline separated: small and
-// trivially parsed. encodeMeta drops the extras, with a warning, rather
-// than exceed limit.
-func encodeMeta(role Role, extra map[string]string, limit int, log *slog.Logger) []byte {
-	var b strings.Builder
-	b.WriteString(string(role))
-	for _, k := range slices.Sorted(maps.Keys(extra)) {
-		b.WriteString("\n" + k + "=" + extra[k])
-	}
-	if b.Len() <= limit {
-		return []byte(b.String())
-	}
-	log.Warn("cluster: node meta too large; sending role only", "bytes", b.Len(), "limit", limit)
-	if len(role) > limit {
-		return nil
-	}
-	return []byte(role)
-}
-
-func decodeMeta(b []byte) (Role, map[string]string) {
-	lines := strings.Split(string(b), "\n")
-	meta := map[string]string{}
-	for _, l := range lines[1:] {
-		if k, v, ok := strings.Cut(l, "="); ok {
-			meta[k] = v
-		}
-	}
-	return Role(lines[0]), meta
-}
-
-func sortMembers(ms []Member) {
-	slices.SortFunc(ms, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 }

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
+	"github.com/frontdoor-hpc/frontdoor/internal/node"
 	"github.com/frontdoor-hpc/frontdoor/internal/route"
 )
 
@@ -112,4 +115,14 @@ func knownWarningsOf(ws []string) []string {
 		}
 	}
 	return out
+}
+
+// Inventory is the gateway's list of login nodes: the only nodes whose
+// health it takes, at the address and in the pool it says.
+type Inventory interface {
+	// Node returns the listed node called name.
+	Node(name string) (node.Node, bool)
+	// CheckHostKey reports whether key is a host key of the node called
+	// name (nil if it is).
+	CheckHostKey(name string, key ssh.PublicKey) error
 }

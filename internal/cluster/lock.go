@@ -24,7 +24,8 @@ import (
 // not a tombstone: tombstones are forgotten after TombstoneTTL, and an
 // older lock still held in the locks file of a gateway that was down
 // during the unlock would then come back. An unlock record is kept for
-// unlockKeep, a lock until it expires (Until) or for good.
+// unlockKeep, a lock until it expires (Until) or for good. The value
+// (lockVal) and its expiry sit with the other kinds' in state.go.
 //
 // Which wins: the last writer, by (Ver, Origin), like every shared key
 // (state.go). Ver is the hybrid clock of the gateway that wrote it, so an
@@ -47,8 +48,6 @@ import (
 // maxLockFor, or that is a tombstone; and a gateway keeps at most
 // maxLocks of them.
 
-const kindLock = "l"
-
 // Bounds on a lock, checked for local writes and gossip alike.
 const (
 	// maxLockText bounds the reason and the message, in bytes: one
@@ -59,9 +58,6 @@ const (
 	// maxLockFor is the longest expiry a lock may have; without one it
 	// lasts until unlocked.
 	maxLockFor = 366 * 24 * time.Hour
-	// unlockKeep is how long an unlock is remembered: a gateway that
-	// comes back after longer with a lock in its file brings it back.
-	unlockKeep = 90 * 24 * time.Hour
 	// maxLocks bounds the lock entries (locks and unlocks) a gateway
 	// keeps; new users beyond it are refused.
 	maxLocks = 10000
@@ -69,21 +65,6 @@ const (
 
 // refusedLock: a lock entry that checkLock refused.
 const refusedLock = "bad_lock"
-
-// lockVal is an account lock or unlock.
-type lockVal struct {
-	Locked bool `json:"l"`
-	// Reason is the admins' record (audit, status); Message is what the
-	// user is told, if anything besides "locked".
-	Reason  string    `json:"r,omitempty"`
-	Message string    `json:"m,omitempty"`
-	By      string    `json:"by,omitempty"`
-	At      time.Time `json:"t"`
-	// Until ends a lock (zero: until unlocked).
-	Until time.Time `json:"u,omitzero"`
-	// End asks every gateway to close the user's sessions.
-	End bool `json:"e,omitempty"`
-}
 
 // Lock is an account lock in force.
 type Lock struct {
@@ -200,19 +181,6 @@ func inForce(v lockVal, now time.Time) bool {
 func toLock(user, origin string, v lockVal) Lock {
 	return Lock{User: user, Reason: v.Reason, Message: v.Message, By: v.By, At: v.At, Until: v.Until,
 		EndSessions: v.End, Gateway: origin}
-}
-
-// lockExpired reports whether a lock entry is past its use: a lock after
-// Until, an unlock after unlockKeep (state.go's expired).
-func lockExpired(e *entry, now time.Time) bool {
-	v, ok := decode[lockVal](e)
-	switch {
-	case !ok:
-		return true
-	case v.Locked:
-		return !v.Until.IsZero() && !now.Before(v.Until)
-	}
-	return now.Sub(v.At) > unlockKeep
 }
 
 // checkLock decides whether a lock entry from gossip or from the locks

@@ -18,7 +18,8 @@ import (
 // whole (a temporary file renamed over it, mode 0600) whenever the lock
 // entries change, and read once, at Start. What it holds is merged like
 // gossip (admit, then last-writer-wins), never written anew: the versions
-// in it are the ones the locks were made with.
+// in it are the ones the locks were made with. A gateway's lockBook
+// (cluster.go) says where the file is and what it last wrote there.
 
 // maxLocksFile bounds what Start reads: maxLocks entries of at most about
 // 1 KiB each.
@@ -29,17 +30,6 @@ type locksFile struct {
 	Version int     `json:"version"`
 	Gateway string  `json:"gateway"`
 	Entries []entry `json:"entries"`
-}
-
-// lockBook persists the lock entries of a gateway.
-type lockBook struct {
-	path string
-	kick chan struct{}
-	last []byte // what the file holds now
-	// sum fingerprints the lock entries last written (their count and
-	// versions): any other change to the gateway state kicks too, and
-	// most change no lock.
-	sum [2]uint64
 }
 
 // startLocks reads the locks file into the store (gateways with a
@@ -111,18 +101,6 @@ func readLocksFile(path string) ([]entry, error) {
 		return nil, fmt.Errorf("version %d, want 1", lf.Version)
 	}
 	return lf.Entries, nil
-}
-
-// locksChanged has the file follow the lock entries (soon, from
-// persistLocks).
-func (c *Cluster) locksChanged() {
-	if c.locks == nil {
-		return
-	}
-	select {
-	case c.locks.kick <- struct{}{}:
-	default:
-	}
 }
 
 // runLocks starts persistLocks, on gateways with a LocksFile.

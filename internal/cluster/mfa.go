@@ -20,24 +20,14 @@ import (
 //
 // The entry expires when its last unlock does. Whether an unlock still
 // counts (its rule, the window as configured now) is the login decision's
-// business (login.SecondFactor); this file only keeps and expires them.
+// business (login.SecondFactor); this package only keeps and expires them.
+// The value (mfaVal) and its expiry sit with the other kinds' in state.go.
 
 // Unlock is one key's unlock.
 type Unlock struct {
 	At    time.Time // when the second factor was proven
 	Until time.Time // when the unlock ends
 	Rule  string    // the policy rule that asked for it
-}
-
-// mfaVal is the value of m/USER: unlocks by key fingerprint.
-type mfaVal struct {
-	Keys map[string]unlockVal `json:"k"`
-}
-
-type unlockVal struct {
-	At    time.Time `json:"a"`
-	Until time.Time `json:"u"`
-	Rule  string    `json:"r"`
 }
 
 // maxUnlockKeys bounds the keys one account holds unlocks for; the ones
@@ -90,18 +80,4 @@ func (c *Cluster) MFAUnlock(account, fp string, u Unlock) error {
 // MFARevoke ends every unlock of account, cluster-wide.
 func (c *Cluster) MFARevoke(account string) error {
 	return c.write(kindMFA+"/"+account, nil)
-}
-
-// mfaExpired reports an entry whose every unlock has ended.
-func mfaExpired(e *entry, now time.Time) bool {
-	v, ok := decode[mfaVal](e)
-	if !ok {
-		return true
-	}
-	for _, u := range v.Keys {
-		if now.Before(u.Until) {
-			return false
-		}
-	}
-	return true
 }

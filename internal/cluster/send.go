@@ -2,13 +2,13 @@ package cluster
 
 import (
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/memberlist"
 )
 
-// How entries travel (transport.go has the two transports).
+// How entries travel (transport.go has the two transports; send, in
+// write.go, queues what this member writes for the sender here).
 //
 // An agent's health goes straight to every gateway of its Join list, one
 // UDP packet per gateway, coalesced for sendEvery: at once on a change,
@@ -42,22 +42,18 @@ const fullSyncEvery = 15
 // travel by push/pull or gateway sync only.
 const maxPacket = 1200
 
-// isHealth reports whether key is a node's health.
-func isHealth(key string) bool {
-	return strings.HasPrefix(key, kindHealth+"/")
-}
-
-// send queues a local write or an answer for the next direct send. The
-// caller must not hold mu.
-func (c *Cluster) send(e entry) {
-	c.mu.Lock()
-	c.pending[e.Key] = e // a newer write of the key replaces an unsent one
-	c.mu.Unlock()
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
-}
+// Direct message tags (the first byte of a user message), which the
+// delegates take apart (delegate.go).
+const (
+	// msgEntry carries one entry: a broadcast of the previous release's
+	// agents (they still send them).
+	msgEntry byte = 'E'
+	// msgBatch carries a JSON array of entries in clear: an agent's
+	// signed health.
+	msgBatch byte = 'B'
+	// msgSealed carries entries sealed with a gateway key (trust.go).
+	msgSealed byte = 'S'
+)
 
 // heartbeat re-signs and sends an agent's last health every
 // HeartbeatInterval: a new version each time, the node's proof of life.

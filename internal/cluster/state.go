@@ -52,6 +52,7 @@ const (
 	kindAffinity = "a"
 	kindDrain    = "d"
 	kindBan      = "b"
+	kindLock     = "l"
 	kindMFA      = "m"
 )
 
@@ -110,6 +111,20 @@ func owner(key string) string {
 	return ""
 }
 
+// isHealth reports whether key is a node's health.
+func isHealth(key string) bool {
+	return strings.HasPrefix(key, kindHealth+"/")
+}
+
+// splitSessionKey splits "s/GATEWAY/NODE/USER".
+func splitSessionKey(k string) (gw, node, user string, ok bool) {
+	parts := strings.SplitN(k, "/", 4)
+	if len(parts) != 4 {
+		return "", "", "", false
+	}
+	return parts[1], parts[2], parts[3], true
+}
+
 // Values of each kind.
 
 // sessionVal is the number of live sessions of USER on NODE via GATEWAY.
@@ -150,6 +165,33 @@ type drainVal struct {
 type banVal struct {
 	Until  time.Time `json:"u"`
 	Reason string    `json:"r,omitempty"`
+}
+
+// lockVal is an account lock or unlock (lock.go).
+type lockVal struct {
+	Locked bool `json:"l"`
+	// Reason is the admins' record (audit, status); Message is what the
+	// user is told, if anything besides "locked".
+	Reason  string    `json:"r,omitempty"`
+	Message string    `json:"m,omitempty"`
+	By      string    `json:"by,omitempty"`
+	At      time.Time `json:"t"`
+	// Until ends a lock (zero: until unlocked).
+	Until time.Time `json:"u,omitzero"`
+	// End asks every gateway to close the user's sessions.
+	End bool `json:"e,omitempty"`
+}
+
+// mfaVal is the value of m/USER: second-factor unlocks by key
+// fingerprint (mfa.go).
+type mfaVal struct {
+	Keys map[string]unlockVal `json:"k"`
+}
+
+type unlockVal struct {
+	At    time.Time `json:"a"`
+	Until time.Time `json:"u"`
+	Rule  string    `json:"r"`
 }
 
 // store holds the entries. It is not safe for concurrent use; Cluster
@@ -338,6 +380,17 @@ func (s *store) gc(now time.Time, alive func(member string) bool) {
 	}
 }
 
+// snapshot returns copies of all entries, tombstones included, for push/pull.
+func (s *store) snapshot() []entry {
+	out := make([]entry, 0, len(s.entries))
+	for _, e := range s.entries {
+		cp := *e
+		cp.dec = nil
+		out = append(out, cp)
+	}
+	return out
+}
+
 // expired reports whether a live entry is past its use: an old copy
 // arriving later is refused by merge for the same reason.
 func expired(e *entry, now time.Time, cfg Config) bool {
@@ -362,13 +415,33 @@ func expired(e *entry, now time.Time, cfg Config) bool {
 	return false
 }
 
-// snapshot returns copies of all entries, tombstones included, for push/pull.
-func (s *store) snapshot() []entry {
-	out := make([]entry, 0, len(s.entries))
-	for _, e := range s.entries {
-		cp := *e
-		cp.dec = nil
-		out = append(out, cp)
+// unlockKeep is how long an unlock is remembered: a gateway that comes
+// back after longer with a lock in its file brings it back (lock.go).
+const unlockKeep = 90 * 24 * time.Hour
+
+// lockExpired reports whether a lock entry is past its use: a lock after
+// Until, an unlock after unlockKeep.
+func lockExpired(e *entry, now time.Time) bool {
+	v, ok := decode[lockVal](e)
+	switch {
+	case !ok:
+		return true
+	case v.Locked:
+		return !v.Until.IsZero() && !now.Before(v.Until)
 	}
-	return out
+	return now.Sub(v.At) > unlockKeep
+}
+
+// mfaExpired reports an entry whose every unlock has ended.
+func mfaExpired(e *entry, now time.Time) bool {
+	v, ok := decode[mfaVal](e)
+	if !ok {
+		return true
+	}
+	for _, u := range v.Keys {
+		if now.Before(u.Until) {
+			return false
+		}
+	}
+	return true
 }

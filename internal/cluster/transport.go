@@ -1,15 +1,18 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"fmt"
 	"log"
+	"log/slog"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 )
@@ -31,12 +34,8 @@ import (
 // for anything but finding gateways of the previous release
 // (SinglePoolCompat).
 
-// gatewayLabelSuffix separates the gateways' pool from the agent port even
-// without encryption (insecure labs), so a misdirected agent is refused.
-const gatewayLabelSuffix = "/gateways"
-
 // gatewayPoolKeys derives the gateways' pool keys from gateway_keys: a key
-// for this one use, so the same gateway key also seals (trust.go) without
+// for this one use, so the same gateway key also seals (seal.go) without
 // the two uses meeting.
 func gatewayPoolKeys(keys [][]byte) [][]byte {
 	out := make([][]byte, 0, len(keys))
@@ -89,20 +88,6 @@ func (c *Cluster) startTransports() error {
 	return nil
 }
 
-// gatewaySeeds is GatewayJoin, or the hosts of Join at GatewayPort.
-func (c Config) gatewaySeeds() []string {
-	if len(c.GatewayJoin) > 0 || c.GatewayPort == 0 {
-		return c.GatewayJoin
-	}
-	var out []string
-	for _, j := range c.Join {
-		if host, _, err := net.SplitHostPort(j); err == nil {
-			out = append(out, net.JoinHostPort(host, strconv.Itoa(c.GatewayPort)))
-		}
-	}
-	return out
-}
-
 // resolveTargets resolves an agent's Join into the addresses it sends to.
 // A name that does not resolve now keeps its previous addresses.
 func (c *Cluster) resolveTargets(ctx context.Context) {
@@ -138,4 +123,55 @@ func (c *Cluster) resolveTargets(ctx context.Context) {
 	c.mu.Lock()
 	c.targets = out
 	c.mu.Unlock()
+}
+
+// logWriter turns memberlist's "[LEVEL] memberlist: ..." lines into slog.
+// Warnings and errors are limited to logBurst a logWindow, the rest
+// counted in one line: memberlist logs every packet it refuses (a wrong
+// key or label) at error level, so anyone who can send the gateways a
+// packet could otherwise flood their log.
+type logWriter struct {
+	log *slog.Logger
+
+	mu         sync.Mutex // mu protects the following
+	window     time.Time  // start of the current window
+	n          int        // lines logged in it
+	suppressed int        // lines dropped in it
+}
+
+const (
+	logWindow = 10 * time.Second
+	logBurst  = 20
+)
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	line := string(bytes.TrimSpace(p))
+	lvl := slog.LevelDebug
+	switch {
+	case bytes.HasPrefix(p, []byte("[ERR]")):
+		lvl = slog.LevelError
+	case bytes.HasPrefix(p, []byte("[WARN]")):
+		lvl = slog.LevelWarn
+	}
+	if lvl > slog.LevelDebug {
+		now := time.Now()
+		w.mu.Lock()
+		if now.Sub(w.window) >= logWindow {
+			if w.suppressed > 0 {
+				w.log.Warn("cluster: memberlist warnings and errors suppressed", "count", w.suppressed, "window", logWindow)
+			}
+			w.window, w.n, w.suppressed = now, 0, 0
+		}
+		w.n++
+		drop := w.n > logBurst
+		if drop {
+			w.suppressed++
+		}
+		w.mu.Unlock()
+		if drop {
+			return len(p), nil
+		}
+	}
+	w.log.Log(context.Background(), lvl, line)
+	return len(p), nil
 }

@@ -1,25 +1,15 @@
 package cluster
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/hashicorp/memberlist"
 	"golang.org/x/crypto/ssh"
-
-	"github.com/frontdoor-hpc/frontdoor/internal/node"
 )
 
 // Who may write what. Every agent holds the gossip keys (secret_keys):
@@ -43,8 +33,9 @@ import (
 //     verified mark nobody: anyone can send those in any node's name.)
 //   - Gateway state (sessions, routing counts, affinity, drains, bans)
 //     travels between gateways in their own pool and sealed with the
-//     gateway keys (gateway_keys, AES-256-GCM), which agents never hold: an
-//     agent can neither read nor write it, and agents do not keep it.
+//     gateway keys (gateway_keys, AES-256-GCM: seal.go), which agents
+//     never hold: an agent can neither read nor write it, and agents do
+//     not keep it.
 //     Sealed messages carry their time and are refused when older than
 //     sealMaxAge, bounding replays.
 //   - Every version is clamped: an entry more than MaxClockSkew ahead of our
@@ -52,68 +43,10 @@ import (
 //     beats.
 //
 // What is refused is counted by reason (Refusals) and logged, at most once
-// a minute per origin and reason.
+// a minute per origin and reason (refusal.go).
 
 // sealMaxAge bounds how old a sealed message may be when it arrives.
 const sealMaxAge = 2 * time.Minute
-
-// sealer seals and opens gateway messages. The first key seals; every key
-// opens, so gateway_keys rotate the way secret_keys do.
-type sealer struct {
-	ids   [][4]byte
-	aeads []cipher.AEAD
-}
-
-func newSealer(keys [][]byte) (*sealer, error) {
-	s := &sealer{}
-	for _, k := range keys {
-		// A key derived for this one use, so the gateway key could be
-		// shared with another purpose without the two meeting.
-		m := hmac.New(sha256.New, k)
-		m.Write([]byte("frontdoor gateway state v1"))
-		dk := m.Sum(nil)
-		block, err := aes.NewCipher(dk)
-		if err != nil {
-			return nil, err
-		}
-		a, err := cipher.NewGCM(block)
-		if err != nil {
-			return nil, err
-		}
-		id := sha256.Sum256(dk)
-		s.ids = append(s.ids, [4]byte(id[:4]))
-		s.aeads = append(s.aeads, a)
-	}
-	return s, nil
-}
-
-// seal returns id | nonce | AES-GCM(plain), authenticated with aad.
-func (s *sealer) seal(plain, aad []byte) []byte {
-	a := s.aeads[0]
-	out := make([]byte, 4+a.NonceSize(), 4+a.NonceSize()+len(plain)+a.Overhead())
-	copy(out, s.ids[0][:])
-	rand.Read(out[4 : 4+a.NonceSize()])
-	return a.Seal(out, out[4:4+a.NonceSize()], plain, aad)
-}
-
-var errUnsealed = errors.New("not sealed with a gateway key we hold")
-
-func (s *sealer) open(msg, aad []byte) ([]byte, error) {
-	if len(msg) < 4 {
-		return nil, errUnsealed
-	}
-	for i, id := range s.ids {
-		if [4]byte(msg[:4]) != id {
-			continue
-		}
-		a := s.aeads[i]
-		if len(msg) < 4+a.NonceSize()+a.Overhead() {
-			return nil, errUnsealed
-		}
-		return a.Open(nil, msg[4:4+a.NonceSize()], msg[4+a.NonceSize():], aad)
-	}
-	return nil, errUnsealed
-}
 
 // sealedBatch is the plaintext of a sealed message.
 type sealedBatch struct {
@@ -160,16 +93,6 @@ func (c *Cluster) aad(kind byte) []byte {
 	return append([]byte{kind}, c.cfg.Label...)
 }
 
-// Inventory is the gateway's list of login nodes: the only nodes whose
-// health it takes, at the address and in the pool it says.
-type Inventory interface {
-	// Node returns the listed node called name.
-	Node(name string) (node.Node, bool)
-	// CheckHostKey reports whether key is a host key of the node called
-	// name (nil if it is).
-	CheckHostKey(name string, key ssh.PublicKey) error
-}
-
 // healthSigningPrefix separates health signatures from any other use of a
 // host key.
 const healthSigningPrefix = "frontdoor-health-v1\x00"
@@ -208,39 +131,6 @@ func (c *Cluster) signHealth(e *entry) {
 	e.Sig = ssh.Marshal(sig)
 }
 
-// refusal is why an entry was not taken.
-type refusal struct {
-	reason string // a metric label: short, fixed vocabulary
-	detail string
-}
-
-func (r *refusal) Error() string { return r.reason + ": " + r.detail }
-
-func refuse(reason, format string, args ...any) *refusal {
-	return &refusal{reason: reason, detail: fmt.Sprintf(format, args...)}
-}
-
-// Refusal reasons.
-const (
-	refusedMalformed  = "malformed"
-	refusedFuture     = "version_ahead"
-	refusedUnsealed   = "gateway_state_unsealed"
-	refusedNotOwner   = "not_owner"
-	refusedUnknown    = "unknown_node"
-	refusedSignature  = "bad_signature"
-	refusedHostKey    = "host_key"
-	refusedAddrClaim  = "addr_mismatch"
-	refusedPoolClaim  = "pool_mismatch"
-	refusedImpossible = "impossible_health"
-	refusedSealedOpen = "sealed_unreadable"
-	// refusedClockSkew: a sealed message outside the replay window, its
-	// sender's clock or ours off (skew.go).
-	refusedClockSkew = "clock_skew"
-	// refusedSealedAgentPort: gateway state arrived on the agent port,
-	// from a gateway of the previous release, without SinglePoolCompat.
-	refusedSealedAgentPort = "sealed_on_agent_port"
-)
-
 // maxNamePart bounds each name in a key (member, node, user).
 const maxNamePart = 256
 
@@ -276,13 +166,6 @@ func checkKey(key string) error {
 		return refuse(refusedMalformed, "key %q", clip(key))
 	}
 	return nil
-}
-
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
 }
 
 // admit decides whether a remote entry may be merged at all, before the
@@ -373,12 +256,6 @@ func (c *Cluster) checkFigures(e *entry, node string, now time.Time) error {
 	return nil
 }
 
-// liar reports whether a refusal follows a verified signature: the node's
-// own key signed it, nobody can forge it for another node.
-func liar(reason string) bool {
-	return reason == refusedAddrClaim || reason == refusedPoolClaim || reason == refusedImpossible
-}
-
 // sameAddr compares host:port addresses, IPs by value.
 func sameAddr(a, b string) bool {
 	if a == b {
@@ -391,78 +268,4 @@ func sameAddr(a, b string) bool {
 	}
 	ai, bi := net.ParseIP(ah), net.ParseIP(bh)
 	return ai != nil && bi != nil && ai.Equal(bi)
-}
-
-// noteRefusal counts and logs a refused entry.
-func (c *Cluster) noteRefusal(e *entry, err error) {
-	var r *refusal
-	if !errors.As(err, &r) {
-		r = &refusal{reason: refusedMalformed, detail: err.Error()}
-	}
-	now := c.now()
-	key := clip(e.Origin) + "\x00" + r.reason
-	c.mu.Lock()
-	c.refusals[r.reason]++
-	if liar(r.reason) {
-		// Bounded by the inventory: only listed nodes get this far.
-		if c.lied == nil {
-			c.lied = map[string]time.Time{}
-		}
-		c.lied[e.Origin] = now
-	}
-	last, seen := c.refusalLogged[key]
-	log := !seen || now.Sub(last) >= time.Minute
-	if log {
-		if len(c.refusalLogged) > 4096 {
-			clear(c.refusalLogged)
-		}
-		c.refusalLogged[key] = now
-	}
-	c.mu.Unlock()
-	if log {
-		c.log.Warn("cluster: refused gossip entry (repeats are counted, logged once a minute)",
-			"reason", r.reason, "origin", clip(e.Origin), "detail", r.detail)
-	}
-}
-
-// LiedSince reports whether node's agent sent health signed with the
-// node's host key that no real node could (another address or pool than
-// the inventory's, impossible figures), at or after since.
-func (c *Cluster) LiedSince(node string, since time.Time) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.liedSince(node, since)
-}
-
-// liedSince is LiedSince with mu held.
-func (c *Cluster) liedSince(node string, since time.Time) bool {
-	at, ok := c.lied[node]
-	return ok && !at.Before(since)
-}
-
-// Refusals returns how many remote entries were refused, by reason.
-func (c *Cluster) Refusals() map[string]uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]uint64, len(c.refusals))
-	for k, v := range c.refusals {
-		out[k] = v
-	}
-	return out
-}
-
-// decodeKeys decodes base64 AES keys for the key list named field.
-func decodeKeys(field string, list []string) ([][]byte, error) {
-	var out [][]byte
-	for i, s := range list {
-		k, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			return nil, fmt.Errorf("cluster.%s[%d]: %w", field, i, err)
-		}
-		if err := memberlist.ValidateKey(k); err != nil {
-			return nil, fmt.Errorf("cluster.%s[%d]: %w", field, i, err)
-		}
-		out = append(out, k)
-	}
-	return out, nil
 }
