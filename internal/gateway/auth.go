@@ -151,6 +151,7 @@ func (c *conn) keyOwner(typed string, key ssh.PublicKey, proven bool) (attempt, 
 			return a, true
 		}
 		reason = "directory did not answer within key_refusal_delay"
+		c.srv.limited("lookup_late")
 	case !l.answered():
 		reason = "directory did not answer"
 	case l.err != nil:

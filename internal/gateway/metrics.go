@@ -27,7 +27,7 @@ func newMetrics() *metrics {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "frontdoor_connections_refused_total", Help: "Client connections refused before authentication, by reason (proxy_protocol, max_connections, max_startups, per_source_max_startups, per_source_rate)."}, []string{"reason"}),
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "frontdoor_preauth_limited_total", Help: "Requests of unauthenticated clients refused by a limit, by reason (kex: too many key exchanges; lookup_rate, lookup_queue: directory lookups)."}, []string{"reason"}),
+			Name: "frontdoor_preauth_limited_total", Help: "Requests of unauthenticated clients refused by a limit, by reason (kex: too many key exchanges; lookup_rate, lookup_queue: directory lookups; lookup_late: a key refused unseen because the directory had not answered by key_refusal_delay)."}, []string{"reason"}),
 		lookupSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "frontdoor_directory_lookup_seconds", Help: "Directory lookups for clients before proof, from the lookup gate's grant to the answer: keep gateway.key_refusal_delay above its tail.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),

@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 )
 
@@ -126,6 +128,9 @@ func TestRefusalTimesAreFixed(t *testing.T) {
 	within(t, "bob's key, slow directory", timed(func() { _, err = c.authPublicKey(meta{"bob"}, bob) }), testKeyDelay)
 	if err == nil {
 		t.Fatal("accepted before the directory answered")
+	}
+	if n := testutil.ToFloat64(tg.gw.metrics.limited.WithLabelValues("lookup_late")); n != 1 {
+		t.Errorf("frontdoor_preauth_limited_total{reason=\"lookup_late\"} = %v after one key refused unseen, want 1", n)
 	}
 	if _, err := c.authPublicKey(meta{"bob"}, bob); err == nil {
 		t.Fatal("accepted before the directory answered")
