@@ -72,6 +72,13 @@ type Staler interface {
 	Stale(name string) (Identity, bool)
 }
 
+// An Offliner says whether the source is unreachable now: a state of the
+// source, the same whatever name is asked, so the gateway may tell any
+// client (a stranger too) that passwords cannot be checked.
+type Offliner interface {
+	Offline() bool
+}
+
 // ErrNoSuchGroup: Members was asked for a group the directory does not
 // have.
 var ErrNoSuchGroup = errors.New("no such group")

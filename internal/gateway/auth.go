@@ -287,7 +287,7 @@ func (c *conn) passwordLogin(typed, pw, method string) (*ssh.Permissions, error)
 			}
 			c.auditAuth(late, "fail", reason)
 		})
-		return nil, errAuth
+		return nil, c.passwordRefused()
 	case <-c.ctx.Done():
 		r.reason = "connection ended during the password check"
 	}
@@ -303,7 +303,7 @@ func (c *conn) passwordLogin(typed, pw, method string) (*ssh.Permissions, error)
 		r.reason = directory.Reason(r.err)
 	}
 	c.auditAuth(a, "fail", r.reason)
-	return nil, errAuth
+	return nil, c.passwordRefused()
 }
 
 func hasKey(keys []ssh.PublicKey, k ssh.PublicKey) bool {
@@ -356,4 +356,19 @@ func (c *conn) serverConfig() *ssh.ServerConfig {
 func (c *conn) acceptedAt() time.Time {
 	d, _ := c.ctx.Deadline()
 	return d.Add(-c.set.cfg.Gateway.LoginGraceTime)
+}
+
+// passwordRefused is what a refused password answers, at its fixed time: a
+// bare refusal, or, while the directory is unreachable, one line saying
+// that passwords cannot be checked now and what still works. Being
+// offline is the directory's state, the same for every name, so the line
+// tells a stranger nothing about an account; and it comes only from the
+// gateway's view when the refusal goes, whatever this attempt's check
+// answered (with cache_passwords, a cached account's wrong password gets
+// it too).
+func (c *conn) passwordRefused() error {
+	if !c.srv.directoryOffline() {
+		return errAuth
+	}
+	return &ssh.BannerError{Err: errAuth, Message: "frontdoor: " + login.MsgPasswordsUnavailable + "\r\n"}
 }

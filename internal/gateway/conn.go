@@ -33,6 +33,9 @@ type server interface {
 	// stale is what the directory's cache last knew of name, without
 	// asking it (directory.Staler; false when it does not cache).
 	stale(name string) (directory.Identity, bool)
+	// directoryOffline reports that the directory is unreachable now
+	// (directory.Offliner; false when it cannot say).
+	directoryOffline() bool
 	// checkPassword verifies a password through the bans and the throttle
 	// (throttle.go). account is the resolved account name, or "" when the
 	// name is unknown. On failure reason is the audit reason.

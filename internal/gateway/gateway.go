@@ -463,6 +463,11 @@ func (g *Gateway) stale(name string) (directory.Identity, bool) {
 	return directory.Identity{}, false
 }
 
+func (g *Gateway) directoryOffline() bool {
+	o, ok := g.set.Load().dir.(directory.Offliner)
+	return ok && o.Offline()
+}
+
 func (g *Gateway) background(f func()) {
 	g.bg.Add(1)
 	go func() {

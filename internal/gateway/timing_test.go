@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
+	"github.com/frontdoor-hpc/frontdoor/internal/login"
 )
 
 // slowDirectory answers for the names in delay only after that delay, as
@@ -211,5 +214,43 @@ func TestLateDirectoryStaleAnswer(t *testing.T) {
 	var banner *ssh.BannerError
 	if !errors.As(err, &banner) || took < testKeyDelay/2 {
 		t.Fatalf("signed request: %v after %v, want the no-node banner once the directory answered", err, took)
+	}
+}
+
+// offlineDirectory is a directory that cannot be reached: it says so
+// (directory.Offliner) and checks no password.
+type offlineDirectory struct{ directory.Directory }
+
+func (offlineDirectory) Offline() bool { return true }
+
+func (offlineDirectory) VerifyPassword(context.Context, string, string) (directory.Identity, error) {
+	return directory.Identity{}, &directory.Error{Kind: directory.ErrUnavailable, Reason: "test: offline"}
+}
+
+// While the directory is unreachable a refused password says why, in the
+// same words and at the same time for an account and a made-up name; a
+// key login goes on.
+func TestPasswordRefusedWhileOffline(t *testing.T) {
+	tg := startTestGatewayWith(t, nil, func(d directory.Directory) directory.Directory { return offlineDirectory{d} },
+		"throttle: {base_delay: 1ms, max_delay: 1ms}\n", `[{name: login1, addr: "127.0.0.1:1", pool: general}]`,
+		"key_refusal_delay: "+testKeyDelay.String(), "password_refusal_delay: "+testPwDelay.String())
+	var msgs []string
+	for _, user := range []string{"alice", "nobody"} {
+		c := testConn(t, tg)
+		var err error
+		took := timed(func() { _, err = c.authPassword(meta{user}, []byte(alicePassword)) })
+		within(t, "password for "+user+" while offline", took, testPwDelay)
+		var banner *ssh.BannerError
+		if !errors.As(err, &banner) || !strings.Contains(banner.Message, login.MsgPasswordsUnavailable) {
+			t.Fatalf("password for %s while offline: %v, want the line saying passwords cannot be checked", user, err)
+		}
+		msgs = append(msgs, banner.Message)
+	}
+	if msgs[0] != msgs[1] {
+		t.Errorf("an account and a made-up name told apart: %q, %q", msgs[0], msgs[1])
+	}
+	b, _ := os.ReadFile(tg.audit)
+	if strings.Contains(string(b), `"reason":"bad password"`) {
+		t.Errorf("an offline check audited as a bad password:\n%s", b)
 	}
 }

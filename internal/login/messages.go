@@ -17,6 +17,11 @@ const msgPrincipal = "this account cannot log in through frontdoor; log in with 
 // certificate, say).
 const MsgInternal = "internal error; the administrators have the details"
 
+// MsgPasswordsUnavailable is shown for a refused password while the
+// directory is unreachable: it says nothing about the account (every name
+// gets it then), and tells the user what still works.
+const MsgPasswordsUnavailable = "passwords cannot be checked right now (the directory is unreachable); log in with your SSH key, or try again in a few minutes"
+
 // NoNodeMessage is shown when every node tried failed the login; explicit
 // is the node the user named with user+node, or "".
 func NoNodeMessage(explicit string) string {
