@@ -186,6 +186,7 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (_ *Gateway, err 
 		return nil, err
 	}
 	a.loop(bg, a.SSH.EnforceLocks)
+	a.loop(bg, a.prefetch)
 	a.Registry.MustRegister(a.SSH.Collectors()...)
 	a.startMaintenance()
 	a.Report.Drains = maintenanceDrains{a}

@@ -296,6 +296,10 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			"bind_password_file": pwFile,
 			"domain":             dc.Domain(),
 			"key_attribute":      "sshPublicKey",
+			// Users are added to the stack's AD while it runs (the soak
+			// adds 250): look the policy's users up every minute, not
+			// every 6 hours, so both gateways know them.
+			"prefetch_interval": "1m",
 		}
 		out.Directory = DirectoryInfo{Kind: "ad", URL: dc.URL(), Realm: dc.Realm(), BaseDN: dc.BaseDN(),
 			CAFile: dc.CAFile(), AdminUser: dc.AdminUser(), AdminPassword: dc.AdminPassword(),

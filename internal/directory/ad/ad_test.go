@@ -25,6 +25,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/frontdoor-hpc/frontdoor/internal/directory"
 	"github.com/frontdoor-hpc/frontdoor/test/harness/samba"
 	"github.com/frontdoor-hpc/frontdoor/test/harness/slowlink"
@@ -782,5 +784,53 @@ func TestVersion(t *testing.T) {
 			t.Fatalf("version still %q after a change", v2)
 		}
 		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+// TestWarm: Warm caches the identities of the names it is given (not the
+// unknown or disabled ones), paced, skips those already fresh, and what it
+// cached is served while the DC is gone.
+func TestWarm(t *testing.T) {
+	link, err := slowlink.Start(strings.TrimPrefix(dc.URL(), "ldaps://"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	d := newDir(t, func(c *Config) {
+		c.URLs = []string{"ldaps://" + link.Addr()}
+		c.TLSServerName = dcAddr
+		c.PrefetchRate = 20
+	})
+	ctx := ctxT(t)
+	names := []string{"alice", "frank", "no-such-user", "bob", "x)(cn=*"} // bob is disabled
+	start := time.Now()
+	if n := d.Warm(ctx, names); n != 4 {
+		t.Errorf("Warm looked %d names up, want 4 (the one that does not parse is skipped)", n)
+	}
+	if took := time.Since(start); took < 3*50*time.Millisecond {
+		t.Errorf("4 lookups at 20/s took %v, want at least 150ms", took)
+	}
+	if n := d.Warm(ctx, names[:2]); n != 0 {
+		t.Errorf("a second Warm of fresh names looked %d up", n)
+	}
+	for _, r := range []struct {
+		result string
+		want   float64
+	}{{"ok", 2}, {"refused", 2}, {"fresh", 2}} {
+		if got := testutil.ToFloat64(d.metrics.prefetched.WithLabelValues(r.result)); got != r.want {
+			t.Errorf("frontdoor_ad_prefetch_lookups_total{result=%q} = %v, want %v", r.result, got, r.want)
+		}
+	}
+	link.SetDown(true)
+	for _, u := range []string{"alice", "frank"} {
+		if _, ok := d.Stale(u); !ok {
+			t.Errorf("%s warmed, but not known to Stale with the DC gone", u)
+		}
+		if id, err := d.Lookup(ctx, u); err != nil || id.Name != u {
+			t.Errorf("%s warmed, but its lookup with the DC gone: %+v, %v", u, id, err)
+		}
+	}
+	if _, ok := d.Stale("erin"); ok {
+		t.Error("erin was never looked up, yet Stale knows her")
 	}
 }

@@ -110,6 +110,17 @@ type Config struct {
 	// members than this in all, the whole cache is dropped instead of
 	// searched through (1 to 1000000).
 	WatchMaxChanges int `yaml:"watch_max_changes"`
+	// PrefetchInterval is how often the gateway looks up, in the
+	// background, every user the policy names or whose group it names,
+	// so that their identities are cached before they log in: a key
+	// login of a user the gateway has never seen must wait for AD, and a
+	// lookup slower than gateway.key_refusal_delay refuses the key unseen
+	// (after a restart, or in a burst of reconnects). The first round
+	// starts a few seconds after the gateway does. 0: never.
+	PrefetchInterval time.Duration `yaml:"prefetch_interval"`
+	// PrefetchRate bounds those lookups, per second (one at a time; a
+	// user already cached and fresh costs nothing).
+	PrefetchRate float64 `yaml:"prefetch_rate"`
 }
 
 // MinWatchInterval is the shortest watch_interval: a rootDSE read ten
@@ -138,6 +149,8 @@ func DefaultConfig() Config {
 		DCDownFor:           30 * time.Second,
 		MaxCacheEntries:     100000,
 		WatchInterval:       2 * time.Second,
+		PrefetchInterval:    6 * time.Hour,
+		PrefetchRate:        20,
 		WatchMaxChanges:     1000,
 	}
 }
@@ -231,6 +244,12 @@ func (cfg Config) Validate() error {
 	}
 	if cfg.WatchInterval < MinWatchInterval {
 		bad("watch_interval", "%v: must be at least %v", cfg.WatchInterval, MinWatchInterval)
+	}
+	if cfg.PrefetchInterval < 0 {
+		bad("prefetch_interval", "must not be negative")
+	}
+	if cfg.PrefetchInterval > 0 && !(cfg.PrefetchRate > 0 && cfg.PrefetchRate <= 1000) {
+		bad("prefetch_rate", "%v: must be in (0, 1000]", cfg.PrefetchRate)
 	}
 	if cfg.WatchMaxChanges < 1 || cfg.WatchMaxChanges > 1000000 {
 		bad("watch_max_changes", "%d: must be 1..1000000", cfg.WatchMaxChanges)

@@ -9,6 +9,7 @@ type metrics struct {
 	flushes       *prometheus.CounterVec
 	watchErrors   *prometheus.CounterVec
 	watchUSN      prometheus.Gauge
+	prefetched    *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -28,11 +29,15 @@ func newMetrics() *metrics {
 		watchUSN: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "frontdoor_ad_watch_usn",
 			Help: "The watched DC's highestCommittedUSN up to which changes have reached the identity cache (it stops moving while the watch fails)."}),
+		prefetched: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "frontdoor_ad_prefetch_lookups_total",
+			Help: "Background lookups that keep the identity cache warm for the users the policy names (prefetch_interval), by result (ok, fresh: already cached, refused: no such or disabled account, error)."},
+			[]string{"result"}),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.invalidations, m.flushes, m.watchErrors, m.watchUSN}
+	return []prometheus.Collector{m.invalidations, m.flushes, m.watchErrors, m.watchUSN, m.prefetched}
 }
 
 // Collectors are the directory's Prometheus metrics, for the gateway's
