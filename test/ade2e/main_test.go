@@ -39,6 +39,7 @@ import (
 	"github.com/frontdoor-hpc/frontdoor/internal/config"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/ad"
 	"github.com/frontdoor-hpc/frontdoor/internal/directory/source"
+	flogin "github.com/frontdoor-hpc/frontdoor/internal/login"
 	"github.com/frontdoor-hpc/frontdoor/internal/policy"
 	"github.com/frontdoor-hpc/frontdoor/test/harness"
 	"github.com/frontdoor-hpc/frontdoor/test/harness/samba"
@@ -351,6 +352,26 @@ func mustLogin(t *testing.T, c *harness.Client, login, want string) {
 	if r.ExitCode != 0 || got != want {
 		t.Fatalf("ssh -l %q: want to land as %q, got %q: %v", login, want, got, r)
 	}
+}
+
+// mustRefuseOffline asserts that a password login with c, while the
+// directory is unreachable, is refused with the one line every name gets
+// then (passwords cannot be checked), and nothing else of frontdoor's.
+func mustRefuseOffline(t *testing.T, c *harness.Client, login string) harness.Result {
+	t.Helper()
+	_, r := whoami(t, c, login)
+	stderr := string(r.Stderr)
+	if r.ExitCode != 255 || !strings.Contains(stderr, "Permission denied") {
+		t.Fatalf("ssh -l %q with the DC down: want Permission denied (exit 255), got %v", login, r)
+	}
+	line := "frontdoor: " + flogin.MsgPasswordsUnavailable
+	if !strings.Contains(stderr, line) {
+		t.Errorf("ssh -l %q with the DC down: no line saying passwords cannot be checked: %s", login, stderr)
+	}
+	if strings.Count(stderr, "frontdoor:") != strings.Count(stderr, line) {
+		t.Errorf("ssh -l %q with the DC down: a frontdoor line besides the offline one: %s", login, stderr)
+	}
+	return r
 }
 
 // mustRefuse asserts that login with c is refused with the generic

@@ -114,12 +114,12 @@ func outage(t *testing.T, what string, stop func() error, start func(context.Con
 	t.Logf("DC %s: key logins from cache took %v, then %v", what, first.Round(time.Millisecond), second.Round(time.Millisecond))
 
 	// Password logins need the DC...
-	mustRefuse(t, g.passwordClient(t, "password", pw(offName)), offName)
+	mustRefuseOffline(t, g.passwordClient(t, "password", pw(offName)), offName)
 	g.waitAudit(t, "offline password refused", failFor(offName, gateway.MethodPassword, "ad: offline, password logins need a domain controller"))
 	// ...unless the opt-in password cache verified this one before; a
 	// wrong password is still wrong.
 	mustLogin(t, gpw.passwordClient(t, "password", pw(offName)), offName, offName)
-	mustRefuse(t, gpw.passwordClient(t, "password", "Wrong-Passw0rd!"), offName)
+	mustRefuseOffline(t, gpw.passwordClient(t, "password", "Wrong-Passw0rd!"), offName)
 	gpw.waitAudit(t, "offline wrong password", failFor(offName, gateway.MethodPassword, "ad: offline, cached password mismatch"))
 	// Users never seen, and users disabled before the outage, stay out.
 	mustRefuse(t, g.keyClient(users[aliceName]), aliceName)
