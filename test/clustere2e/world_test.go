@@ -272,12 +272,16 @@ func newWorldOpts(t *testing.T, o worldOpts, loads ...float64) *world {
 				c.Discovery = &d
 			}
 		}
-		if o.edit != nil {
-			discover := gc.Edit
-			gc.Edit = func(c *config.Config) {
-				if discover != nil {
-					discover(c)
-				}
+		discover := gc.Edit
+		gc.Edit = func(c *config.Config) {
+			// A right password's check (argon2id under -race on a loaded
+			// 2-core machine) can outlast the default 1 s, and then it is
+			// refused; nothing here times refusals.
+			c.Gateway.PasswordRefusalDelay = 3 * time.Second
+			if discover != nil {
+				discover(c)
+			}
+			if o.edit != nil {
 				o.edit(c)
 			}
 		}
