@@ -59,6 +59,7 @@ func TestHandoverRoundTrip(t *testing.T) {
 	if e := old.cache.get(Name{Account: "alice"}); e == nil || e.pwHash == "" {
 		t.Fatal("the old process cached no password hash: the test proves nothing about it")
 	}
+	settle(t, old) // the export's USN is past the bind's own writes
 	blob := old.ExportCache()
 	if strings.Contains(string(blob), "argon2") {
 		t.Fatal("the export carries a password hash")
@@ -282,4 +283,61 @@ func TestHandoverHostile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseHandover: whatever blob a previous process (or anyone who can
+// write to the handover socket) sends, what an import would take is only
+// identities that parse as AD's answers would: canonical account names,
+// DNs under base_dn, groups with a DN and GUID each, keys without options,
+// nothing fetched in the future, each name and UPN once; and never more
+// than max_cache_entries.
+func FuzzParseHandover(f *testing.F) {
+	cfg := DefaultConfig()
+	cfg.URLs, cfg.BaseDN, cfg.BindDN, cfg.BindPassword = []string{"ldaps://127.0.2.254:636"}, "DC=hpc,DC=example,DC=edu", "CN=svc", "x"
+	cfg.InsecureNoTLS, cfg.Domain, cfg.MaxCacheEntries = true, "HPC", 50
+	cfg.Derive()
+	d := &Directory{cfg: cfg, now: time.Now, log: testLoggerB()}
+	key := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE1BmvsoOFl2gd6Q5yzxmTgq9Wuk6lqM2m2UEHm9ZHVH"
+	good := handover{V: handoverFormat, BaseDN: cfg.BaseDN, Domain: cfg.Domain, KeyAttr: cfg.KeyAttribute, DC: "CN=NTDS Settings,CN=DC1", USN: 4711,
+		Entries: []handoverEntry{{Name: "alice", DN: "CN=alice,CN=Users,DC=hpc,DC=example,DC=edu", UPN: "alice@hpc.example.edu",
+			Groups: []string{"nlp-lab"}, GroupDNs: []string{"CN=nlp-lab,CN=Users,DC=hpc,DC=example,DC=edu"}, GroupGUIDs: [][]byte{[]byte("0123456789abcdef")},
+			GUID: []byte("fedcba9876543210"), Keys: []string{key}, UID: 10001, UIDSet: true, GID: 100,
+			FetchedAt: time.Now().Add(-time.Minute), Fingerprint: "fp", PwdLastSet: "1"}}}
+	b, _ := json.Marshal(good)
+	if entries, _, err := d.parseHandover(b); err != nil || len(entries) != 1 {
+		f.Fatalf("the good seed: %d entries, %v", len(entries), err)
+	}
+	f.Add(b)
+	f.Add([]byte(`{"v":1,"base_dn":"DC=hpc,DC=example,DC=edu","domain":"HPC","key_attr":"sshPublicKey","entries":[]}`))
+	f.Add([]byte(`{"v":1,"entries":[{"name":"*)(uid=*"}]}`))
+	f.Fuzz(func(t *testing.T, blob []byte) {
+		entries, hv, err := d.parseHandover(blob)
+		if err != nil {
+			if entries != nil || hv != (handedVersion{}) {
+				t.Fatalf("refused, yet returned %d entries and %+v", len(entries), hv)
+			}
+			return
+		}
+		if len(entries) > cfg.MaxCacheEntries {
+			t.Fatalf("%d entries, more than max_cache_entries", len(entries))
+		}
+		names, upns := map[string]bool{}, map[string]bool{}
+		for _, e := range entries {
+			n, err := ParseName(e.id.Name, cfg.Domain, cfg.UPNSuffixes)
+			if err != nil || n.Account != e.id.Name || n.UPN != "" || names[e.id.Name] {
+				t.Fatalf("took name %q", e.id.Name)
+			}
+			names[e.id.Name] = true
+			if e.upn != "" {
+				if u, err := ParseName(e.upn, cfg.Domain, cfg.UPNSuffixes); err != nil || u.UPN != e.upn || upns[e.upn] {
+					t.Fatalf("took UPN %q", e.upn)
+				}
+				upns[e.upn] = true
+			}
+			if !dnWithin(e.dn, cfg.BaseDN) || len(e.id.GroupDNs) != len(e.id.Groups) || len(e.groupGUIDs) != len(e.id.Groups) ||
+				e.id.FetchedAt.After(time.Now().Add(handoverSkew)) || !e.handed || e.pwHash != "" || e.id.Cached {
+				t.Fatalf("took %+v", e)
+			}
+		}
+	})
 }
