@@ -46,6 +46,43 @@ import (
 // member, too, has no node health until the next heartbeat: for about
 // heartbeat_interval a login there may find no node.
 
+// identityCache is a directory with a cache an upgrade hands over (AD:
+// internal/directory/ad/handover.go).
+type identityCache interface {
+	ExportCache() []byte
+	ImportCache(blob []byte) (int, error)
+}
+
+// ExportIdentities returns the directory's cached identities for the
+// process taking this one's place (nil when the directory keeps none).
+func (a *Gateway) ExportIdentities() []byte {
+	if c, ok := a.Directory().(identityCache); ok {
+		return c.ExportCache()
+	}
+	return nil
+}
+
+// InheritIdentities adds the identities the process this one took over
+// from had cached (ExportIdentities there) to the directory's cache, so
+// its users' first logins here need no lookup. A blob that does not
+// validate changes nothing and is logged.
+func (a *Gateway) InheritIdentities(blob []byte) {
+	if len(blob) == 0 {
+		return
+	}
+	c, ok := a.Directory().(identityCache)
+	if !ok {
+		a.log.Info("upgrade: the previous process handed over cached identities; this directory keeps none")
+		return
+	}
+	n, err := c.ImportCache(blob)
+	if err != nil {
+		a.log.Warn("upgrade: cached identities from the previous process not taken", "err", err)
+		return
+	}
+	a.log.Info("upgrade: took over the previous process's cached identities", "identities", n, "bytes", len(blob))
+}
+
 // Successor is the process taking this one's place, as HandOver talks to
 // it. Its methods are called with locks held: they queue, never block.
 type Successor interface {

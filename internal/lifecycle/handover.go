@@ -27,6 +27,10 @@ import (
 //	new → old  {"t":"takeover","v":1,"pid":N,"member":"gw1"}
 //	           the new process is about to start what one process holds
 //	           (its gossip member, the audit spool): give them up
+//	old → new  {"t":"identities","identities":{…}}
+//	           the directory's cached identities (assembly.ExportIdentities;
+//	           at most ad.MaxHandover bytes), just before "sessions"; absent
+//	           when the directory keeps none or the old process predates it
 //	old → new  {"t":"sessions","pid":N,"started":T,"sessions":[{"user":…,"node":…,"n":…}],"nodes":[…]}
 //	           given up (assembly.HandOver); the sessions it relays now, and
 //	           the nodes it routes to, which the new one waits to see up
@@ -73,6 +77,8 @@ type message struct {
 	Nodes    []string     `json:"nodes,omitempty"`
 	// Maintenance: drainhandover.go.
 	Maintenance []maintenanceDrain `json:"maintenance,omitempty"`
+	// Identities: the "identities" message.
+	Identities json.RawMessage `json:"identities,omitempty"`
 }
 
 type sessionCount struct {
@@ -263,6 +269,7 @@ func (s *successor) run(a *assembly.Gateway, started time.Time) {
 	}
 	s.took, s.pid = true, m.PID
 	s.mu.Unlock()
+	ids := a.ExportIdentities()
 	snap := a.HandOver(m.Member, s)
 	reply := message{T: "sessions", PID: os.Getpid(), Started: started, Nodes: a.NodesUp()}
 	for _, c := range snap {
@@ -270,11 +277,17 @@ func (s *successor) run(a *assembly.Gateway, started time.Time) {
 	}
 	w := bufio.NewWriter(s.conn)
 	enc := json.NewEncoder(w)
+	if len(ids) > 0 {
+		if err := enc.Encode(message{T: "identities", Identities: ids}); err != nil {
+			s.log.Warn("upgrade: cached identities not handed to the new process", "err", err)
+		}
+	}
 	if err := enc.Encode(reply); err != nil || w.Flush() != nil {
 		s.log.Warn("upgrade: answering the new process's takeover", "err", err)
 		return
 	}
-	s.log.Info("upgrade: handed the gossip member, the audit spool and the session counts to the new process", "pid", m.PID, "sessions", len(snap))
+	s.log.Info("upgrade: handed the gossip member, the audit spool, the session counts and the cached identities to the new process",
+		"pid", m.PID, "sessions", len(snap), "identity_bytes", len(ids))
 	go s.followMaintenance(lr, a)
 	for range s.wake {
 		s.mu.Lock()
@@ -313,6 +326,7 @@ type predecessor struct {
 	mu       sync.Mutex // mu protects the following
 	pid      int
 	nodes    []string // up in the old process's view at the takeover
+	ids      []byte   // the old process's cached identities, if it sent them
 	started  time.Time
 	deadline time.Time
 	gone     bool
@@ -340,18 +354,33 @@ func (p *predecessor) takeover(ctx context.Context, member string) ([]cluster.Se
 	if _, err := p.conn.Write(append(b, '\n')); err != nil {
 		return nil, fmt.Errorf("handover: %w", err)
 	}
-	m, err := p.r.next("sessions")
+	var ids []byte
+	m, err := p.r.next("identities", "sessions")
+	for err == nil && m.T == "identities" {
+		if ids == nil {
+			ids = m.Identities
+		}
+		m, err = p.r.next("identities", "sessions")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("handover: waiting for the old process: %w", err)
 	}
 	p.mu.Lock()
-	p.pid, p.started, p.nodes = m.PID, m.Started, m.Nodes
+	p.pid, p.started, p.nodes, p.ids = m.PID, m.Started, m.Nodes, ids
 	p.mu.Unlock()
 	out := make([]cluster.Session, 0, len(m.Sessions))
 	for _, s := range m.Sessions {
 		out = append(out, cluster.Session{User: s.User, Node: s.Node, N: s.N})
 	}
 	return out, nil
+}
+
+// identities are the old process's cached identities (nil if it sent
+// none), for assembly.InheritIdentities.
+func (p *predecessor) identities() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ids
 }
 
 // nodesUp are the nodes the old process routed to at the takeover.

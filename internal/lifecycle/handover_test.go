@@ -2,9 +2,12 @@ package lifecycle
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +52,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		{T: "sessions", PID: 2, Sessions: []sessionCount{{User: "alice", Node: "login1", N: 3}}},
 		{T: "set", sessionCount: sessionCount{User: "bob", Node: "login2", N: 0}},
 		{T: "drain", Deadline: time.Date(2026, 12, 3, 15, 0, 0, 0, time.UTC)},
+		{T: "identities", Identities: json.RawMessage(`{"v":1,"entries":[]}`)},
 	} {
 		b, _ := json.Marshal(m)
 		f.Add(b)
@@ -81,4 +85,59 @@ func FuzzDecodeMessage(f *testing.F) {
 			t.Fatalf("round trip: %s != %s", b, b2)
 		}
 	})
+}
+
+// The old process's cached identities reach the new one's takeover when it
+// sends them (before "sessions"); an old process that sends none (an older
+// binary) leaves the new one with an empty cache, not a failed takeover;
+// a new process that does not know "identities" (an older binary) skips
+// them and reads the sessions.
+func TestTakeoverIdentities(t *testing.T) {
+	ids := `{"v":1,"entries":[{"name":"alice"}]}`
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"sent", []string{`{"t":"identities","identities":` + ids + `}`, `{"t":"sessions","pid":9,"nodes":["login1"]}`}, ids},
+		{"not sent", []string{`{"t":"sessions","pid":9,"nodes":["login1"]}`}, ""},
+		{"sent twice", []string{`{"t":"identities","identities":` + ids + `}`, `{"t":"identities","identities":{"v":9}}`,
+			`{"t":"sessions","pid":9,"nodes":["login1"]}`}, ids},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ours, theirs, err := socketPair()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ours.Close()
+			p, err := newPredecessor(theirs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.conn.Close()
+			go func() { // the old process
+				if _, err := newLineReader(ours).next("takeover"); err != nil {
+					return
+				}
+				ours.Write([]byte(strings.Join(tc.lines, "\n") + "\n"))
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := p.takeover(ctx, "gw1"); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(p.identities()); got != tc.want {
+				t.Errorf("identities %q, want %q", got, tc.want)
+			}
+			if pid, _, _, ok := p.status(); !ok || pid != 9 || !slices.Equal(p.nodesUp(), []string{"login1"}) {
+				t.Errorf("the sessions message after the identities: pid %d, nodes %v", pid, p.nodesUp())
+			}
+		})
+	}
+	// An older new process reads only "sessions": the identities are
+	// skipped like any type it does not know.
+	r := newLineReader(strings.NewReader(`{"t":"identities","identities":` + ids + "}\n" + `{"t":"sessions","pid":9}` + "\n"))
+	if m, err := r.next("sessions"); err != nil || m.PID != 9 {
+		t.Fatalf("sessions after identities, read by an older binary: %+v, %v", m, err)
+	}
 }

@@ -124,6 +124,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	p.a.Registry.MustRegister(p.metrics.collectors()...)
+	if p.pred != nil {
+		p.a.InheritIdentities(p.pred.identities())
+	}
 	p.a.Report.Processes, p.a.Report.Upgrade = p, p
 	if err := p.a.Listen(); err != nil {
 		p.a.Close()

@@ -85,6 +85,11 @@ type Directory struct {
 	probed         chan struct{}
 	attempted      time.Time
 	version        string // what the cache is in step with (Version)
+	// handed is the version imported identities are in step with, until
+	// the watch vouches for them (handover.go); imported: ImportCache
+	// took a blob.
+	handed   *handedVersion
+	imported bool
 }
 
 var _ directory.Directory = (*Directory)(nil)

@@ -28,6 +28,10 @@ type entry struct {
 	// accepted, kept only with cache_passwords; never the password.
 	pwHash string
 	pwAt   time.Time
+
+	// handed: imported from the process this one replaced (handover.go);
+	// in step with the handed-over USN, which the watch vouches from.
+	handed bool
 }
 
 // cache holds identities by lower-case sAMAccountName, with UPN aliases.
@@ -121,6 +125,39 @@ func (c *cache) evict(oldest time.Time) {
 		c.deleteLocked(acct)
 		return
 	}
+}
+
+// snapshot returns copies of every entry.
+func (c *cache) snapshot() []*entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*entry, 0, len(c.entries))
+	for _, e := range c.entries {
+		out = append(out, cloneEntry(e))
+	}
+	return out
+}
+
+// add stores the entries whose account and UPN the cache does not hold
+// yet, while there is room (it evicts nothing), and returns how many.
+func (c *cache) add(entries []*entry) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, e := range entries {
+		if len(c.entries) >= c.max {
+			break
+		}
+		if c.entries[e.id.Name] != nil || e.upn != "" && c.upns[e.upn] != "" {
+			continue
+		}
+		c.entries[e.id.Name] = e
+		if e.upn != "" {
+			c.upns[e.upn] = e.id.Name
+		}
+		n++
+	}
+	return n
 }
 
 // setPassword records the hash of a password AD just accepted.

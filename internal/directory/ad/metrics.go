@@ -16,7 +16,7 @@ func newMetrics() *metrics {
 	return &metrics{
 		invalidations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "frontdoor_ad_cache_invalidations_total",
-			Help: "Cached AD identities dropped because the directory changed, by cause (user_changed, user_deleted, group_changed; or the cause of a whole-cache flush)."},
+			Help: "Cached AD identities dropped because the directory changed, by cause (user_changed, user_deleted, group_changed; handover_unvouched: handed over by the previous process and not vouched for by the watch; or the cause of a whole-cache flush)."},
 			[]string{"cause"}),
 		flushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "frontdoor_ad_cache_flushes_total",

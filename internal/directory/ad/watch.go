@@ -202,6 +202,9 @@ func (w *usnWatch) Version(ctx context.Context) (string, error) {
 		w.d.log.Info("ad: directory watch reading again", "dc", w.d.cfg.URLs[w.dc], "after_failures", w.readFails)
 	}
 	w.readFails, w.quietUntil, w.root = 0, time.Time{}, r
+	if err := w.vouch(); err != nil {
+		return "", err
+	}
 	return formatVersion(r.service, r.usn), nil
 }
 
@@ -258,7 +261,7 @@ func (w *usnWatch) changed(ctx context.Context, prev, _ string) error {
 // handle brings the cache in step with w.root.
 func (w *usnWatch) handle(ctx context.Context, prev string) error {
 	if prev == "" {
-		w.flush(causeWatchStarted, nil)
+		w.flushOwn()
 		return nil
 	}
 	dc, usn, err := parseVersion(prev)
@@ -424,6 +427,21 @@ func dnWithin(dn, parent string) bool {
 		return false
 	}
 	return p.Equal(a) || p.AncestorOf(a)
+}
+
+// flushOwn is the first read's flush: every identity but those handed over
+// by the previous process, which vouch checks from the handed-over USN.
+func (w *usnWatch) flushOwn() {
+	d := w.d
+	n := d.cache.invalidate(func(e *entry) string {
+		if e.handed {
+			return ""
+		}
+		return causeWatchStarted
+	})[causeWatchStarted]
+	d.metrics.flushes.WithLabelValues(causeWatchStarted).Inc()
+	d.metrics.invalidations.WithLabelValues(causeWatchStarted).Add(float64(n))
+	d.log.Debug("ad: directory watch started", "reason", causeWatchStarted, "dropped", n, "dc", d.cfg.URLs[w.dc], "usn", w.root.usn)
 }
 
 // flush drops every cached identity and says why.
