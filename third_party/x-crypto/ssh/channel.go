@@ -389,10 +389,12 @@ func (c *channel) adjustWindow(adj uint32) error {
 	// quarters or more to send in while the reader keeps up, with a
 	// quarter of the messages (and of the peer's wake-ups to read them)
 	// that adjusting every three packets, as OpenSSH does, takes. A
-	// reader that falls behind half the window gives back what it reads
-	// at once, as before.
-	if (channelWindowSize-c.myWindow > windowAdjustStep) ||
-		(c.myWindow < channelWindowSize/2) {
+	// reader that has fallen behind does the same: what it has not read
+	// yet keeps the data flowing while the peer, woken once per quarter,
+	// sends the next one. A peer whose window is spent has sent the whole
+	// window, so the reader always has a quarter to read before it owes
+	// an adjustment, and gets one as soon as it has.
+	if c.myConsumed >= windowAdjustStep {
 		sendAdj = c.myConsumed
 		c.myConsumed = 0
 		c.myWindow += sendAdj
