@@ -88,7 +88,25 @@ func main() {
 	flag.BoolVar(&o.hold, "hold", false, "set up, print how to reach each path, and wait for ^C instead of measuring (to trace or profile by hand)")
 	flag.BoolVar(&o.traceRaw, "trace-raw", false, "with the trace phase, also keep each transfer's timeline (perf script output) in OUT/relay-trace-PATH-DIR.txt")
 	onlyCipher := flag.String("cipher", "", "measure only ciphers whose name contains this (e.g. aes128)")
+	summarize := flag.Bool("summarize", false, "measure nothing: print the goals of the result files named as arguments (a series of runs) side by side, with their medians")
 	flag.Parse()
+	if *summarize {
+		var names []string
+		var results []*result
+		for _, path := range flag.Args() {
+			r, err := loadResult(path)
+			if err != nil {
+				log.Fatalf("relaybench: %v", err)
+			}
+			names = append(names, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "relay-"), ".json"))
+			results = append(results, r)
+		}
+		if len(results) == 0 {
+			log.Fatal("relaybench: --summarize needs result files (relay-LABEL.json) as arguments")
+		}
+		fmt.Print(summarizeRuns(names, results))
+		return
+	}
 	if *onlyCipher != "" {
 		ciphers = slices.DeleteFunc(ciphers, func(c struct{ name, flag string }) bool { return !strings.Contains(c.name, *onlyCipher) })
 	}
