@@ -221,7 +221,7 @@ type channel struct {
 	writeMu   sync.Mutex
 	sentClose bool
 
-	// packetPool has a buffer for each extended channel ID to
+	// packetPool has a frame (see framedHead) for each extended channel ID to
 	// save allocations during writes.
 	packetPool map[uint32][]byte
 
@@ -233,13 +233,29 @@ type channel struct {
 // writePacket sends a packet. If the packet is a channel close, it updates
 // sentClose. This method takes the lock c.writeMu.
 func (ch *channel) writePacket(packet []byte) error {
+	return ch.write(packet, nil)
+}
+
+// writeFramedPacket writes frame[framedHead:] as writePacket does, sealed
+// in frame's memory where the connection can (see framedPacketConn).
+func (ch *channel) writeFramedPacket(frame []byte) error {
+	return ch.write(frame[framedHead:], frame)
+}
+
+// write writes packet, which is frame[framedHead:] when frame is not nil.
+func (ch *channel) write(packet, frame []byte) error {
 	ch.writeMu.Lock()
 	if ch.sentClose {
 		ch.writeMu.Unlock()
 		return io.EOF
 	}
 	ch.sentClose = (packet[0] == msgChannelClose)
-	err := ch.mux.conn.writePacket(packet)
+	var err error
+	if fc, ok := ch.mux.conn.(framedPacketConn); ok && frame != nil {
+		err = fc.writeFramedPacket(frame)
+	} else {
+		err = ch.mux.conn.writePacket(packet)
+	}
 	ch.writeMu.Unlock()
 	return err
 }
@@ -269,7 +285,7 @@ func (ch *channel) WriteExtended(data []byte, extendedCode uint32) (n int, err e
 	}
 
 	ch.writeMu.Lock()
-	packet := ch.packetPool[extendedCode]
+	frame := ch.packetPool[extendedCode]
 	// We don't remove the buffer from packetPool, so
 	// WriteExtended calls from different goroutines will be
 	// flagged as errors by the race detector.
@@ -280,11 +296,9 @@ func (ch *channel) WriteExtended(data []byte, extendedCode uint32) (n int, err e
 		if space, err = ch.remoteWin.reserve(space); err != nil {
 			return n, err
 		}
-		if want := headerLength + space; uint32(cap(packet)) < want {
-			packet = make([]byte, want)
-		} else {
-			packet = packet[:want]
-		}
+		// The packet is built in a frame, to be sealed where it is.
+		frame = newFrame(frame, int(headerLength+space))
+		packet := frame[framedHead:]
 
 		todo := data[:space]
 
@@ -295,7 +309,7 @@ func (ch *channel) WriteExtended(data []byte, extendedCode uint32) (n int, err e
 		}
 		binary.BigEndian.PutUint32(packet[headerLength-4:], uint32(len(todo)))
 		copy(packet[headerLength:], todo)
-		if err = ch.writePacket(packet); err != nil {
+		if err = ch.writeFramedPacket(frame); err != nil {
 			return n, err
 		}
 
@@ -304,7 +318,7 @@ func (ch *channel) WriteExtended(data []byte, extendedCode uint32) (n int, err e
 	}
 
 	ch.writeMu.Lock()
-	ch.packetPool[extendedCode] = packet
+	ch.packetPool[extendedCode] = frame
 	ch.writeMu.Unlock()
 
 	return n, err
@@ -545,7 +559,7 @@ func (ch *channel) WriteBuffers(bufs [][]byte, extendedCode uint32) (n int, err 
 	cur := bufs[0]
 
 	ch.writeMu.Lock()
-	packet := ch.packetPool[extendedCode]
+	frame := ch.packetPool[extendedCode]
 	ch.writeMu.Unlock()
 
 	for left > 0 {
@@ -553,11 +567,9 @@ func (ch *channel) WriteBuffers(bufs [][]byte, extendedCode uint32) (n int, err 
 		if space, err = ch.remoteWin.reserve(space); err != nil {
 			return n, err
 		}
-		if want := headerLength + space; uint32(cap(packet)) < want {
-			packet = make([]byte, want)
-		} else {
-			packet = packet[:want]
-		}
+		// The packet is built in a frame, to be sealed where it is.
+		frame = newFrame(frame, int(headerLength+space))
+		packet := frame[framedHead:]
 		packet[0] = opCode
 		binary.BigEndian.PutUint32(packet[1:], ch.remoteId)
 		if extendedCode > 0 {
@@ -573,7 +585,7 @@ func (ch *channel) WriteBuffers(bufs [][]byte, extendedCode uint32) (n int, err 
 				cur = bufs[0]
 			}
 		}
-		if err = ch.writePacket(packet); err != nil {
+		if err = ch.writeFramedPacket(frame); err != nil {
 			return n, err
 		}
 		n += int(space)
@@ -581,7 +593,7 @@ func (ch *channel) WriteBuffers(bufs [][]byte, extendedCode uint32) (n int, err 
 	}
 
 	ch.writeMu.Lock()
-	ch.packetPool[extendedCode] = packet
+	ch.packetPool[extendedCode] = frame
 	ch.writeMu.Unlock()
 
 	return n, err

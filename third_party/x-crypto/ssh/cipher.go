@@ -330,6 +330,13 @@ func newGCMCipher(key, iv, unusedMacKey []byte, unusedAlgs DirectionAlgorithms) 
 const gcmTagSize = 16
 
 func (c *gcmCipher) writeCipherPacket(seqNum uint32, w io.Writer, rand io.Reader, packet []byte) error {
+	c.buf = newFrame(c.buf, len(packet))
+	copy(c.buf[framedHead:], packet)
+	return c.writeFramedPacket(seqNum, w, rand, c.buf)
+}
+
+func (c *gcmCipher) writeFramedPacket(seqNum uint32, w io.Writer, rand io.Reader, frame []byte) error {
+	packet := frame[framedHead:]
 	// Pad out to multiple of 16 bytes. This is different from the
 	// stream cipher because that encrypts the length too.
 	padding := byte(packetSizeMultiple - (1+len(packet))%packetSizeMultiple)
@@ -343,22 +350,17 @@ func (c *gcmCipher) writeCipherPacket(seqNum uint32, w io.Writer, rand io.Reader
 	// Write: with the prefix written on its own, a bufio.Writer smaller
 	// than the packet (the transport's is 4 KiB) issues two write
 	// syscalls per packet.
-	total := 4 + int(length) + gcmTagSize
-	if cap(c.buf) < total {
-		c.buf = make([]byte, total)
-	}
-	buf := c.buf[:4+length]
+	buf := frame[:4+length]
 	binary.BigEndian.PutUint32(buf, length)
 	copy(c.prefix[:], buf[:4])
 
 	plain := buf[4:]
 	plain[0] = padding
-	copy(plain[1:], packet)
 	if _, err := io.ReadFull(rand, plain[1+len(packet):]); err != nil {
 		return err
 	}
 	sealed := c.aead.Seal(plain[:0], c.iv, plain, c.prefix[:])
-	if _, err := w.Write(c.buf[:4+len(sealed)]); err != nil {
+	if _, err := w.Write(frame[:4+len(sealed)]); err != nil {
 		return err
 	}
 	c.incIV()
@@ -863,6 +865,13 @@ func (c *chacha20Poly1305Cipher) readCipherPacket(seqNum uint32, r io.Reader) ([
 func (c *chacha20Poly1305Cipher) ownedPackets() {}
 
 func (c *chacha20Poly1305Cipher) writeCipherPacket(seqNum uint32, w io.Writer, rand io.Reader, payload []byte) error {
+	c.buf = newFrame(c.buf, len(payload))
+	copy(c.buf[framedHead:], payload)
+	return c.writeFramedPacket(seqNum, w, rand, c.buf)
+}
+
+func (c *chacha20Poly1305Cipher) writeFramedPacket(seqNum uint32, w io.Writer, rand io.Reader, frame []byte) error {
+	payload := frame[framedHead:]
 	nonce := make([]byte, 12)
 	binary.BigEndian.PutUint32(nonce[8:], seqNum)
 	s, err := chacha20.NewUnauthenticatedCipher(c.contentKey[:], nonce)
@@ -884,34 +893,29 @@ func (c *chacha20Poly1305Cipher) writeCipherPacket(seqNum uint32, w io.Writer, r
 
 	// size (4 bytes), padding (1), payload, padding, tag.
 	totalLength := 4 + 1 + len(payload) + padding + poly1305.TagSize
-	if cap(c.buf) < totalLength {
-		c.buf = make([]byte, totalLength)
-	} else {
-		c.buf = c.buf[:totalLength]
-	}
+	buf := frame[:totalLength]
 
-	binary.BigEndian.PutUint32(c.buf, uint32(1+len(payload)+padding))
+	binary.BigEndian.PutUint32(buf, uint32(1+len(payload)+padding))
 	ls, err := chacha20.NewUnauthenticatedCipher(c.lengthKey[:], nonce)
 	if err != nil {
 		return err
 	}
-	ls.XORKeyStream(c.buf, c.buf[:4])
-	c.buf[4] = byte(padding)
-	copy(c.buf[5:], payload)
+	ls.XORKeyStream(buf, buf[:4])
+	buf[4] = byte(padding)
 	packetEnd := 5 + len(payload) + padding
-	if _, err := io.ReadFull(rand, c.buf[5+len(payload):packetEnd]); err != nil {
+	if _, err := io.ReadFull(rand, buf[5+len(payload):packetEnd]); err != nil {
 		return err
 	}
 
 	// The space for the MAC makes room for xorContent.
-	c.xorContent(c.buf[4:], c.buf[4:packetEnd], nonce, s)
+	c.xorContent(buf[4:], buf[4:packetEnd], nonce, s)
 
 	var mac [poly1305.TagSize]byte
-	poly1305.Sum(&mac, c.buf[:packetEnd], &polyKey)
+	poly1305.Sum(&mac, buf[:packetEnd], &polyKey)
 
-	copy(c.buf[packetEnd:], mac[:])
+	copy(buf[packetEnd:], mac[:])
 
-	if _, err := w.Write(c.buf); err != nil {
+	if _, err := w.Write(buf); err != nil {
 		return err
 	}
 	return nil

@@ -755,6 +755,18 @@ func (t *handshakeTransport) sendKexInit() error {
 var errSendBannerPhase = errors.New("ssh: SendAuthBanner outside of authentication phase")
 
 func (t *handshakeTransport) writePacket(p []byte) error {
+	return t.write(p, nil)
+}
+
+// writeFramedPacket writes frame[framedHead:] as writePacket does; the
+// transport seals it in frame's memory when its cipher can. A packet
+// queued during a key exchange is copied, as writePacket copies it.
+func (t *handshakeTransport) writeFramedPacket(frame []byte) error {
+	return t.write(frame[framedHead:], frame)
+}
+
+// write writes p, which is frame[framedHead:] when frame is not nil.
+func (t *handshakeTransport) write(p, frame []byte) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 
@@ -804,7 +816,16 @@ func (t *handshakeTransport) writePacket(p []byte) error {
 		t.requestKeyExchange()
 	}
 
-	if err := t.pushPacket(p); err != nil {
+	var err error
+	if fc, ok := t.conn.(framedPacketConn); ok && frame != nil {
+		if debugHandshake {
+			t.printPacket(p, true)
+		}
+		err = fc.writeFramedPacket(frame)
+	} else {
+		err = t.pushPacket(p)
+	}
+	if err != nil {
 		t.writeError = err
 		t.writeCond.Broadcast()
 		return err

@@ -345,6 +345,61 @@ func (t *transport) writePacket(packet []byte) error {
 	return err
 }
 
+// Channel data is sealed in the memory it was built in: a frame holds
+// the packet at frame[framedHead:], with room in front for the packet
+// length and the padding length, and at least framedTail bytes of
+// capacity behind it for the padding and the MAC. A cipher that can
+// (framedCipher) frames and seals the packet there and writes it at once;
+// the others copy the packet out of the frame as out of any packet.
+const (
+	framedHead = 5
+	// The AEAD ciphers pad by less than two blocks; their tag is 16 bytes.
+	framedTail = 2*packetSizeMultiple + 16
+)
+
+// newFrame returns a frame for a packet of n bytes: buf, if its capacity
+// is enough, else new memory.
+func newFrame(buf []byte, n int) []byte {
+	if cap(buf) < framedHead+n+framedTail {
+		return make([]byte, framedHead+n, framedHead+n+framedTail)
+	}
+	return buf[:framedHead+n]
+}
+
+// framedPacketConn is a packetConn that can write a packet in its frame.
+type framedPacketConn interface {
+	// writeFramedPacket writes frame[framedHead:] as writePacket writes
+	// a packet; it may overwrite all of frame's capacity. The frame can
+	// be reused once it returns.
+	writeFramedPacket(frame []byte) error
+}
+
+// framedCipher is a packetCipher that seals a packet in its frame.
+type framedCipher interface {
+	packetCipher
+	// writeFramedPacket writes frame[framedHead:] as writeCipherPacket
+	// writes a packet, framed and sealed in frame's memory, in one Write.
+	writeFramedPacket(seqnum uint32, w io.Writer, rand io.Reader, frame []byte) error
+}
+
+// writeFramedPacket writes frame[framedHead:] as writePacket does, sealed
+// in frame's memory when the cipher can, without a write buffer.
+func (t *transport) writeFramedPacket(frame []byte) error {
+	c, ok := t.writer.packetCipher.(framedCipher)
+	if !ok {
+		return t.writePacket(frame[framedHead:])
+	}
+	if debugTransport {
+		t.printPacket(frame[framedHead:], true)
+	}
+	changeKeys := frame[framedHead] == msgNewKeys
+	if err := c.writeFramedPacket(t.writer.seqNum, t.wr, t.rand, frame); err != nil {
+		return err
+	}
+	t.writer.written(changeKeys, t.strictMode)
+	return nil
+}
+
 func (s *connectionState) writePacket(w *bufio.Writer, rand io.Reader, packet []byte, strictMode bool) error {
 	changeKeys := len(packet) > 0 && packet[0] == msgNewKeys
 
@@ -355,6 +410,12 @@ func (s *connectionState) writePacket(w *bufio.Writer, rand io.Reader, packet []
 	if err = w.Flush(); err != nil {
 		return err
 	}
+	s.written(changeKeys, strictMode)
+	return err
+}
+
+// written counts a packet written; after msgNewKeys, it takes the new keys.
+func (s *connectionState) written(changeKeys, strictMode bool) {
 	s.seqNum++
 	if changeKeys {
 		select {
@@ -367,7 +428,6 @@ func (s *connectionState) writePacket(w *bufio.Writer, rand io.Reader, packet []
 			panic("ssh: no key material for msgNewKeys")
 		}
 	}
-	return err
 }
 
 func newTransport(rwc io.ReadWriteCloser, rand io.Reader, isClient bool) *transport {
