@@ -35,6 +35,7 @@ func TestNodeKillUnderLogins(t *testing.T) {
 	w := newWorldOpts(t, worldOpts{edit: func(c *config.Config) {
 		g := &c.Gateway
 		g.PerSourceMaxStartups, g.PerSourceBurst, g.PerSourceRate = 1000, 1000, 1000
+		g.PerSourceLookups, g.PerSourceLookupBurst, g.PerSourceLookupRate = g.MaxLookups, 1000, 1000
 	}}, 2.0, 2.0, 0.2)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
