@@ -37,17 +37,21 @@ func runKeygen(_ context.Context, args []string) error {
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
-	for _, k := range []struct{ file, comment, what string }{
-		{"ssh_host_ed25519_key", "frontdoor host key", "cluster host key: the same on every gateway, copy it to the others"},
+	for _, k := range []struct {
+		file, comment, what string
+		gen                 func(path, comment string) (ssh.PublicKey, error)
+	}{
+		{"ssh_host_ed25519_key", "frontdoor host key", "cluster host key: the same on every gateway, copy it to the others",
+			ca.GenerateKeyFile},
 		{"user_ca", "frontdoor user CA " + *name, "user CA of this gateway only, never copy it: add user_ca.pub to the " +
-			"login nodes' TrustedUserCAKeys file next to the other gateways' keys"},
+			"login nodes' TrustedUserCAKeys file next to the other gateways' keys", ca.GenerateCAKeyFile},
 	} {
 		path := filepath.Join(*dir, k.file)
 		if _, err := os.Stat(path); err == nil {
 			fmt.Printf("%s: exists, kept\n", path)
 			continue
 		}
-		pub, err := ca.GenerateKeyFile(path, k.comment)
+		pub, err := k.gen(path, k.comment)
 		if err != nil {
 			return err
 		}

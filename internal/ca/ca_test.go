@@ -1,6 +1,7 @@
 package ca
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -17,10 +18,14 @@ import (
 )
 
 func newCA(t *testing.T) (*CA, string) {
+	return newCAWith(t, GenerateCAKeyFile)
+}
+
+func newCAWith(t *testing.T, gen func(path, comment string) (ssh.PublicKey, error)) (*CA, string) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "user_ca")
-	if _, err := GenerateKeyFile(path, "test ca"); err != nil {
+	if _, err := gen(path, "test ca"); err != nil {
 		t.Fatal(err)
 	}
 	s, err := LoadSigner(path)
@@ -28,6 +33,27 @@ func newCA(t *testing.T) (*CA, string) {
 		t.Fatal(err)
 	}
 	return New(Local(s), Options{Gateway: "gw1", Validity: 5 * time.Minute}), dir
+}
+
+// An ed25519 CA key, as GenerateCAKeyFile made them before it switched to
+// ECDSA, goes on signing: nodes that trust it need no change.
+func TestEd25519CAKeyStillSigns(t *testing.T) {
+	c, _ := newCAWith(t, GenerateKeyFile)
+	s, err := c.Sign(context.Background(), Login{Principal: "alice", User: "alice", Session: "s", Source: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := s.PublicKey().(*ssh.Certificate)
+	if got := cert.SignatureKey.Type(); got != ssh.KeyAlgoED25519 {
+		t.Fatalf("CA key type %s, want %s", got, ssh.KeyAlgoED25519)
+	}
+	checker := ssh.CertChecker{
+		IsUserAuthority:          func(k ssh.PublicKey) bool { return bytes.Equal(k.Marshal(), c.PublicKey().Marshal()) },
+		SupportedCriticalOptions: []string{"source-address"},
+	}
+	if err := checker.CheckCert("alice", cert); err != nil {
+		t.Fatalf("certificate from an ed25519 CA: %v", err)
+	}
 }
 
 // src is the address a gateway dials a node from, in these tests.
@@ -53,6 +79,14 @@ func TestSignMintsANarrowCertificate(t *testing.T) {
 	}
 	if !strings.Contains(cert.KeyId, "session=abc123") || !strings.Contains(cert.KeyId, "gateway=gw1") {
 		t.Errorf("key id %q", cert.KeyId)
+	}
+	// ECDSA P-256 both: what the node's sshd verifies cheaply
+	// (GenerateCAKeyFile).
+	if got := cert.Key.Type(); got != ssh.KeyAlgoECDSA256 {
+		t.Errorf("session key type %s, want %s", got, ssh.KeyAlgoECDSA256)
+	}
+	if got := cert.SignatureKey.Type(); got != ssh.KeyAlgoECDSA256 {
+		t.Errorf("CA key type %s, want %s", got, ssh.KeyAlgoECDSA256)
 	}
 	if cert.CriticalOptions["source-address"] != "10.0.0.10" {
 		t.Errorf("source-address %q", cert.CriticalOptions["source-address"])

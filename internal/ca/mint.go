@@ -2,7 +2,8 @@ package ca
 
 import (
 	"context"
-	"crypto/ed25519"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -117,7 +118,8 @@ func (c *CA) Sign(ctx context.Context, l Login) (ssh.Signer, error) {
 		}
 		source = l.Source.Unmap().WithZone("").String()
 	}
-	_, priv, err := ed25519.GenerateKey(c.rand)
+	// ECDSA P-256, not ed25519, for the node's sshd: see GenerateCAKeyFile.
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), c.rand)
 	if err != nil {
 		return nil, fmt.Errorf("generate session key: %w", err)
 	}

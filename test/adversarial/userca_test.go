@@ -221,7 +221,7 @@ func TestEachGatewayItsOwnCA(t *testing.T) {
 		session := mustLogin(t, g.gw, alice, g.name)
 		// sshd names the gateway, the session and the CA that signed.
 		want := []string{`Accepted certificate ID "frontdoor user=` + alice.name + ` session=` + session + ` gateway=` + g.name + `"`,
-			"signed by ED25519 CA " + ssh.FingerprintSHA256(g.pub)}
+			"signed by ECDSA CA " + ssh.FingerprintSHA256(g.pub)}
 		if line := logLine(t, w.nodes, offsets, want...); !strings.Contains(line, "(serial ") {
 			t.Errorf("no serial in %q", line)
 		}

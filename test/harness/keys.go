@@ -55,12 +55,15 @@ func Keys(dir string) (*ClusterKeys, error) {
 		RevokedKeys: filepath.Join(dir, "revoked_keys.krl"),
 		dir:         dir,
 	}
-	for _, p := range []struct{ path, comment string }{
-		{k.HostKey, "frontdoor-host"},
-		{k.UserCAKey, "frontdoor-user-ca shared"},
+	for _, p := range []struct {
+		path, comment string
+		gen           func(path, comment string) (ssh.PublicKey, error)
+	}{
+		{k.HostKey, "frontdoor-host", ca.GenerateKeyFile},
+		{k.UserCAKey, "frontdoor-user-ca shared", ca.GenerateCAKeyFile},
 	} {
 		if _, err := os.Stat(p.path); errors.Is(err, os.ErrNotExist) {
-			if _, err := ca.GenerateKeyFile(p.path, p.comment); err != nil {
+			if _, err := p.gen(p.path, p.comment); err != nil {
 				return nil, fmt.Errorf("harness: %w", err)
 			}
 		}
@@ -103,7 +106,7 @@ func (k *ClusterKeys) GatewayCA(name string) (string, error) {
 	defer k.mu.Unlock()
 	pub, err := loadPub(path + ".pub")
 	if errors.Is(err, os.ErrNotExist) {
-		pub, err = ca.GenerateKeyFile(path, "frontdoor user CA "+name)
+		pub, err = ca.GenerateCAKeyFile(path, "frontdoor user CA "+name)
 	}
 	if err != nil {
 		return "", fmt.Errorf("harness: %w", err)
